@@ -1,0 +1,156 @@
+"""Whisper speech recognition: models loaded once, then one call per request.
+
+Uses the transformers ASR pipeline (chunked, batched long-form decoding) with an optional
+assistant model for speculative decoding.
+
+Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (checked on
+5.24) drafts through ``WhisperForConditionalGeneration.generate``, which re-sets
+``begin_index`` on the logits processors it shares with the main model. The main model's
+timestamp rules then look at an empty "generated so far" and stop enforcing pairing and
+monotonic timestamps while verifying drafts, so assisted output differs from greedy (and on
+real weights can loop for thousands of rounds). Drafting through the generic
+``GenerationMixin.generate`` leaves the shared processors alone, and assisted output is
+token-identical to greedy with and without timestamps (``tests/test_asr.py`` proves it).
+A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+from transformers import (
+    AutoConfig,
+    AutoProcessor,
+    GenerationMixin,
+    WhisperForCausalLM,
+    WhisperForConditionalGeneration,
+    pipeline,
+)
+from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
+
+from audio import SAMPLING_RATE
+from config import InferenceConfig, ModelCapabilities, ModelSettings
+from transcript import Chunk, close_timestamps
+
+logger = logging.getLogger(__name__)
+
+
+class DraftWhisper(WhisperForConditionalGeneration):
+    """An encoder-decoder assistant that drafts with the generic ``generate`` (see module doc)."""
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        return GenerationMixin.generate(self, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What Whisper heard: the full text, its timed chunks and the language it decoded in."""
+
+    text: str
+    chunks: list[Chunk]
+    language: str | None
+
+
+class SpeechRecognizer:
+    """The Whisper pipeline and optional assistant, built once for the life of the endpoint."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.device = settings.resolved_device(torch.cuda.is_available())
+        self.dtype = getattr(torch, settings.resolved_dtype(self.device))
+        token = settings.hf_token.get_secret_value() if settings.hf_token else None
+        logger.info("loading ASR model %s on %s (%s)", settings.asr_model, self.device, self.dtype)
+        model = WhisperForConditionalGeneration.from_pretrained(
+            settings.asr_model, dtype=self.dtype, attn_implementation="sdpa", token=token
+        )
+        processor = AutoProcessor.from_pretrained(settings.asr_model, token=token)
+        self.model = model.to(self.device).eval()
+        self.processor = processor
+        self.pipeline = pipeline(
+            "automatic-speech-recognition",
+            model=self.model,
+            tokenizer=processor.tokenizer,
+            feature_extractor=processor.feature_extractor,
+            device=self.model.device,
+            dtype=self.dtype,
+        )
+        self.assistant = self._load_assistant(settings.assistant_model, token) if settings.assistant_model else None
+        generation = self.model.generation_config
+        self.capabilities = ModelCapabilities(
+            multilingual=bool(getattr(generation, "is_multilingual", False)),
+            language_codes=frozenset(token.strip("<|>") for token in (getattr(generation, "lang_to_id", None) or {})),
+            language_aliases=dict(TO_LANGUAGE_CODE),
+            has_assistant=self.assistant is not None,
+        )
+
+    def _load_assistant(self, name: str, token: str | None) -> torch.nn.Module:
+        config = AutoConfig.from_pretrained(name, token=token)
+        decoder_only = not getattr(config, "is_encoder_decoder", True) or "WhisperForCausalLM" in (
+            config.architectures or []
+        )
+        model_class = WhisperForCausalLM if decoder_only else DraftWhisper
+        logger.info("loading assistant model %s (%s)", name, model_class.__name__)
+        assistant = model_class.from_pretrained(name, dtype=self.dtype, attn_implementation="sdpa", token=token)
+        if assistant.config.vocab_size != self.model.config.vocab_size:
+            raise ValueError(
+                f"ASSISTANT_MODEL {name} has a vocabulary of {assistant.config.vocab_size} tokens but the ASR model has "
+                f"{self.model.config.vocab_size}; the assistant must share the main model's tokenizer (e.g. distil-whisper for whisper-large)"
+            )
+        if decoder_only and assistant.config.d_model != self.model.config.d_model:
+            raise ValueError(
+                f"the decoder-only ASSISTANT_MODEL {name} reads the main model's encoder output, but its width "
+                f"({assistant.config.d_model}) differs from the ASR model's ({self.model.config.d_model})"
+            )
+        return assistant.to(self.device).eval()
+
+    def transcribe(self, samples: np.ndarray, config: InferenceConfig, duration: float) -> Transcript:
+        """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated)."""
+        language = config.language
+        generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
+        if self.capabilities.multilingual:
+            language = language or self.detect_language(samples)
+            generate_kwargs.update(task=config.task, language=language)
+        else:
+            language = "en"
+        if config.assisted:
+            generate_kwargs["assistant_model"] = self.assistant
+        word_level = config.return_timestamps == "word"
+        with torch.inference_mode(), self._attention_restored():
+            result = self.pipeline(
+                {"raw": samples, "sampling_rate": SAMPLING_RATE},
+                chunk_length_s=config.chunk_length_s,
+                batch_size=config.batch_size,
+                return_timestamps="word" if word_level else True,
+                generate_kwargs=generate_kwargs,
+            )
+        chunks = close_timestamps(result.get("chunks") or [], duration)
+        return Transcript(text=result["text"].strip(), chunks=chunks, language=language)
+
+    def detect_language(self, samples: np.ndarray) -> str:
+        """Whisper's language guess on the first 30 s, used for every chunk of the request.
+
+        One decision per request keeps long audio from flipping language between chunks, and
+        the transformers pipeline cannot report the language when batching (5.24 raises
+        ``IndexError`` with ``return_language=True`` and ``batch_size > 1``).
+        """
+        features = self.processor.feature_extractor(
+            samples[: 30 * SAMPLING_RATE], sampling_rate=SAMPLING_RATE, return_tensors="pt"
+        ).input_features.to(self.model.device, self.dtype)
+        with torch.inference_mode():
+            language_token_ids = self.model.detect_language(features)
+        token = self.processor.tokenizer.convert_ids_to_tokens(int(language_token_ids[0]))
+        return token.strip("<|>")
+
+    @contextmanager
+    def _attention_restored(self) -> Iterator[None]:
+        """Word timestamps make transformers switch the model to eager attention for good;
+        put SDPA back afterwards so one word-level request doesn't slow every later one."""
+        implementation = self.model.config._attn_implementation
+        try:
+            yield
+        finally:
+            self.model.config._attn_implementation = implementation

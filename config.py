@@ -1,0 +1,243 @@
+"""Settings: which models to load (from the environment) and what one request asks for.
+
+``ModelSettings`` is read when the handler is built, never at import, so tests and
+programmatic users can set the environment first. ``InferenceConfig`` validates one request's
+``parameters``; ``resolve_request`` then checks it against what the loaded models can do.
+Nothing here imports torch: every rule is testable on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from errors import InvalidRequestError
+
+DEFAULT_ASR_MODEL = "openai/whisper-large-v3"
+WHISPER_WINDOW_S = 30.0  # Whisper's encoder sees at most 30 s; longer chunks cannot be decoded
+
+
+class ModelSettings(BaseSettings):
+    """Which models the endpoint loads, from environment variables (case-insensitive).
+
+    Values may be Hub ids or local directories. Empty strings count as unset, because the
+    Inference Endpoints UI sends empty env vars for fields a user cleared.
+    """
+
+    model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
+
+    asr_model: str = DEFAULT_ASR_MODEL
+    assistant_model: str | None = None
+    diarization_model: str | None = None
+    hf_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HF_TOKEN", "hf_token"))
+    device: str = "auto"
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
+    speech_gate: bool = True  # skip Whisper on audio without speech (it hallucinates there)
+
+    @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("asr_model", "device", "dtype", mode="before")
+    @classmethod
+    def _empty_is_default(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return cls.model_fields[info.field_name].default
+        return value
+
+    @classmethod
+    def for_repository(cls, repository_path: str | Path) -> ModelSettings:
+        """Settings for a handler whose repository is mounted at ``repository_path``.
+
+        Inference Endpoints mounts the model repository (``/repository``) and passes its path;
+        when that repository itself holds a Whisper checkpoint and ``ASR_MODEL`` is not set,
+        the checkpoint in the repository is the model the user deployed.
+        """
+        settings = cls()
+        if "asr_model" not in settings.model_fields_set and is_whisper_checkpoint(repository_path):
+            settings = settings.model_copy(update={"asr_model": str(repository_path)})
+        return settings
+
+    def resolved_device(self, cuda_available: bool) -> str:
+        """``auto`` means the first GPU when there is one, otherwise the CPU."""
+        if self.device in (None, "auto"):
+            return "cuda:0" if cuda_available else "cpu"
+        return self.device
+
+    def resolved_dtype(self, device: str) -> str:
+        """``auto`` means float16 on CUDA (fast, and what Whisper was released in), float32 on CPU."""
+        if self.dtype != "auto":
+            return self.dtype
+        return "float16" if device.startswith("cuda") else "float32"
+
+
+def is_whisper_checkpoint(path: str | Path) -> bool:
+    """True when ``path`` is a directory holding a transformers Whisper ``config.json``."""
+    config_file = Path(path) / "config.json" if str(path) else None
+    if config_file is None or not config_file.is_file():
+        return False
+    try:
+        return json.loads(config_file.read_text()).get("model_type") == "whisper"
+    except (OSError, ValueError):
+        return False
+
+
+class InferenceConfig(BaseModel):
+    """One request's ``parameters``, with the blog handler's names and defaults."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task: Literal["transcribe", "translate"] = "transcribe"
+    batch_size: int = Field(default=24, ge=1, le=256)
+    assisted: bool = False
+    chunk_length_s: float = Field(default=WHISPER_WINDOW_S, gt=0, le=WHISPER_WINDOW_S)
+    sampling_rate: int = Field(default=16000, ge=1000, le=384000)
+    language: str | None = None
+    num_speakers: int | None = Field(default=None, ge=1, le=100)
+    min_speakers: int | None = Field(default=None, ge=1, le=100)
+    max_speakers: int | None = Field(default=None, ge=1, le=100)
+    return_timestamps: Literal["segment", "word"] = "segment"
+    num_beams: int = Field(default=1, ge=1, le=16)
+
+    @field_validator("return_timestamps", mode="before")
+    @classmethod
+    def _true_means_segment(cls, value: Any) -> Any:
+        # transformers spells segment-level timestamps ``True``; accept its vocabulary too.
+        if value is True:
+            return "segment"
+        if value is False:
+            raise ValueError("timestamps are always returned; choose 'segment' or 'word'")
+        return value
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _normalise_language(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower().removeprefix("<|").removesuffix("|>")
+            return value or None
+        return value
+
+    @model_validator(mode="after")
+    def _speaker_counts_agree(self) -> InferenceConfig:
+        low, high, exact = self.min_speakers, self.max_speakers, self.num_speakers
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_speakers ({low}) is greater than max_speakers ({high})")
+        if exact is not None and low is not None and exact < low:
+            raise ValueError(f"num_speakers ({exact}) is below min_speakers ({low})")
+        if exact is not None and high is not None and exact > high:
+            raise ValueError(f"num_speakers ({exact}) is above max_speakers ({high})")
+        return self
+
+    @property
+    def speaker_hints(self) -> dict[str, int]:
+        """The speaker-count hints the client gave, in pyannote's keyword names."""
+        hints = {"num_speakers": self.num_speakers, "min_speakers": self.min_speakers, "max_speakers": self.max_speakers}
+        return {name: value for name, value in hints.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What the loaded models can do: the facts request validation needs, without torch."""
+
+    multilingual: bool
+    language_codes: frozenset[str]
+    language_aliases: Mapping[str, str] = field(default_factory=dict)  # "german" -> "de"
+    has_assistant: bool = False
+    has_diarization: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """A validated request adjusted to the loaded models, plus what the client should know."""
+
+    config: InferenceConfig
+    warnings: list[str]
+
+
+def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
+    """Validate raw ``parameters``; unknown keys are ignored and reported as warnings."""
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, Mapping):
+        raise InvalidRequestError(
+            f"'parameters' must be a JSON object, got {type(parameters).__name__}"
+        )
+    known = InferenceConfig.model_fields
+    warnings = [f"unknown parameter '{name}' was ignored" for name in parameters if name not in known]
+    try:
+        config = InferenceConfig.model_validate(dict(parameters))
+    except ValidationError as error:
+        raise InvalidRequestError(_describe(error)) from None
+    return config, warnings
+
+
+def _describe(error: ValidationError) -> str:
+    """One line per problem, naming the parameter and the value that was sent."""
+    problems = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        if location:
+            problems.append(f"parameter '{location}': {message} (got {item['input']!r})")
+        else:
+            problems.append(f"parameters: {message}")
+    return "invalid parameters: " + "; ".join(problems)
+
+
+def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) -> ResolvedRequest:
+    """Check a request against the loaded models; fix what can be fixed and say so."""
+    warnings: list[str] = []
+    updates: dict[str, Any] = {}
+
+    if config.assisted:
+        if not capabilities.has_assistant:
+            raise InvalidRequestError(
+                "assisted=true needs an assistant model; set ASSISTANT_MODEL on the endpoint or send assisted=false"
+            )
+        if config.num_beams > 1:
+            raise InvalidRequestError("assisted generation is greedy: send num_beams=1 or assisted=false")
+        if config.batch_size > 1:
+            updates["batch_size"] = 1
+            warnings.append(f"assisted generation runs one chunk at a time: batch_size {config.batch_size} was reduced to 1")
+
+    if config.language is not None:
+        updates["language"] = _language_code(config.language, capabilities)
+
+    if config.task == "translate" and not capabilities.multilingual:
+        raise InvalidRequestError(
+            "task='translate' needs a multilingual Whisper model; the loaded model is English-only"
+        )
+
+    if config.speaker_hints and not capabilities.has_diarization:
+        names = ", ".join(config.speaker_hints)
+        warnings.append(f"{names} ignored: no diarization model is loaded (set DIARIZATION_MODEL)")
+        updates.update({name: None for name in config.speaker_hints})
+
+    return ResolvedRequest(config=config.model_copy(update=updates), warnings=warnings)
+
+
+def _language_code(language: str, capabilities: ModelCapabilities) -> str:
+    code = capabilities.language_aliases.get(language, language)
+    if not capabilities.multilingual:
+        if code != "en":
+            raise InvalidRequestError(f"the loaded model is English-only; language '{language}' is not supported")
+        return code
+    if code not in capabilities.language_codes:
+        known = ", ".join(sorted(capabilities.language_codes))
+        raise InvalidRequestError(f"unknown language '{language}'; this model knows: {known}")
+    return code

@@ -1,0 +1,160 @@
+"""Speaker diarization: load pyannote, run it on decoded audio, merge its turns with ASR text.
+
+The diarization step is a seam. The handler's ``diarization_pipeline`` may be any callable
+with pyannote's signature::
+
+    pipeline({"waveform": (1, n) float tensor, "sample_rate": 16000},
+             num_speakers=..., min_speakers=..., max_speakers=...)  # only the hints sent
+
+returning a ``pyannote.core.Annotation`` or pyannote 4's ``DiarizeOutput``. Tests and the
+evaluation harness plug reference turns in through it.
+
+The merge (``assign_speakers``) improves on the blog's: that one gives each ASR chunk to the
+turn whose *end* is nearest and silently drops chunks after the last turn. Here each chunk
+goes to the speaker it overlaps most in time (nearest speaker when it overlaps none), chunks
+are never dropped or duplicated, and neighbouring chunks of one speaker are joined. With
+word-level chunks this splits text exactly where the speaker changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from transcript import Chunk, joined_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from config import ModelSettings
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_SPEAKER = "UNKNOWN"
+DiarizationPipeline = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One speaker talking from ``start`` to ``end`` seconds."""
+
+    speaker: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class SpeakerSegment:
+    """Consecutive transcript chunks attributed to one speaker."""
+
+    speaker: str
+    text: str
+    start: float
+    end: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"speaker": self.speaker, "text": self.text, "timestamp": [self.start, self.end]}
+
+
+def load_diarization_pipeline(settings: ModelSettings, device: str) -> DiarizationPipeline:
+    """Load a pyannote pipeline (Hub id or local directory with ``config.yaml``) at start-up.
+
+    Fails here, with what to do, rather than on the first request: a gated model without an
+    accepted licence or token makes pyannote return ``None`` instead of raising.
+    """
+    # pyannote sends usage telemetry unless told not to; respect a user who opted in.
+    os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
+    import torch
+    from pyannote.audio import Pipeline
+
+    name = settings.diarization_model
+    token = settings.hf_token.get_secret_value() if settings.hf_token else None
+    advice = (
+        f"DIARIZATION_MODEL={name} could not be loaded. Use a local directory with a pyannote config.yaml, or a Hub id "
+        "whose conditions you accepted on huggingface.co, with HF_TOKEN set to a token that can read it."
+    )
+    try:
+        diarization = Pipeline.from_pretrained(name, token=token)
+    except Exception as error:  # pyannote raises many types (HTTP, OS, Hub, YAML); all mean the same to a user
+        raise RuntimeError(f"{advice} ({type(error).__name__})") from error
+    if diarization is None:
+        raise RuntimeError(advice)
+    return diarization.to(torch.device(device))
+
+
+def diarize(pipeline: DiarizationPipeline, samples: np.ndarray, sampling_rate: int, hints: dict[str, int]) -> list[Turn]:
+    """Run the seam on shared, already-decoded samples; return turns sorted by time."""
+    import torch
+
+    waveform = torch.from_numpy(samples).unsqueeze(0)
+    with torch.inference_mode():
+        output = pipeline({"waveform": waveform, "sample_rate": sampling_rate}, **hints)
+    return turns_from_output(output)
+
+
+def turns_from_output(output: Any) -> list[Turn]:
+    """Turns from an ``Annotation`` or a ``DiarizeOutput``.
+
+    ``DiarizeOutput.exclusive_speaker_diarization`` (one speaker at a time, built by pyannote
+    for aligning transcripts) is preferred when present; overlapping turns from a plain
+    ``Annotation`` are handled by the merge.
+    """
+    annotation = getattr(output, "exclusive_speaker_diarization", None) or getattr(output, "speaker_diarization", output)
+    if not hasattr(annotation, "itertracks"):
+        raise TypeError(
+            f"the diarization pipeline returned {type(output).__name__}; expected a pyannote Annotation or DiarizeOutput"
+        )
+    turns = [
+        Turn(speaker=str(label), start=float(segment.start), end=float(segment.end))
+        for segment, _, label in annotation.itertracks(yield_label=True)
+    ]
+    return sorted(turns, key=lambda turn: (turn.start, turn.end, turn.speaker))
+
+
+def assign_speakers(chunks: Sequence[Chunk], turns: Sequence[Turn]) -> list[SpeakerSegment]:
+    """Attribute every chunk to one speaker and join neighbours with the same speaker.
+
+    The concatenation of the returned texts is the concatenation of the chunk texts (up to
+    whitespace at the joins): nothing is dropped, nothing repeated.
+    """
+    segments: list[SpeakerSegment] = []
+    group: list[Chunk] = []
+    group_speaker: str | None = None
+    for chunk in (chunk for chunk in chunks if chunk.text.strip()):  # silent chunks name nobody
+        speaker = speaker_for(chunk.start, chunk.end, turns)
+        if group and speaker != group_speaker:
+            segments.append(_segment(group_speaker, group))
+            group = []
+        group.append(chunk)
+        group_speaker = speaker
+    if group:
+        segments.append(_segment(group_speaker, group))
+    return segments
+
+
+def speaker_for(start: float, end: float, turns: Iterable[Turn]) -> str:
+    """The speaker who talks longest within ``[start, end]``; the nearest one if nobody does.
+
+    Ties (equal overlap, or equal distance) go to the speaker whose turn starts first, then
+    to the smaller label, so the result never depends on the order turns were listed in.
+    """
+    overlap: dict[str, float] = {}
+    distance: dict[str, float] = {}
+    first_start: dict[str, float] = {}
+    for turn in turns:
+        shared = min(end, turn.end) - max(start, turn.start)
+        overlap[turn.speaker] = overlap.get(turn.speaker, 0.0) + max(shared, 0.0)
+        gap = max(turn.start - end, start - turn.end, 0.0)
+        distance[turn.speaker] = min(distance.get(turn.speaker, gap), gap)
+        first_start[turn.speaker] = min(first_start.get(turn.speaker, turn.start), turn.start)
+    if not overlap:
+        return UNKNOWN_SPEAKER
+    return min(overlap, key=lambda speaker: (-overlap[speaker], distance[speaker], first_start[speaker], speaker))
+
+
+def _segment(speaker: str | None, chunks: list[Chunk]) -> SpeakerSegment:
+    return SpeakerSegment(
+        speaker=speaker or UNKNOWN_SPEAKER, text=joined_text(chunks), start=chunks[0].start, end=chunks[-1].end
+    )

@@ -1,0 +1,81 @@
+"""Inference Endpoints custom handler: audio in, speaker-attributed transcript out.
+
+Inference Endpoints imports ``EndpointHandler`` from the repository root, builds it once with
+the repository path, and calls it per request with the parsed body::
+
+    {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
+     "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
+
+It returns ``{"text", "chunks", "speakers", "language", "warnings"}``. A request the client can
+fix raises ``InvalidRequestError`` (a ``ValueError``), which Endpoints answers with a 400.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+from typing import Any, Mapping
+
+from audio import SAMPLING_RATE, DecodedAudio, decode_inputs
+from config import InferenceConfig, ModelCapabilities, ModelSettings, parse_parameters, resolve_request
+from diarization_utils import (
+    UNKNOWN_SPEAKER,
+    DiarizationPipeline,
+    assign_speakers,
+    diarize,
+    load_diarization_pipeline,
+)
+from errors import InvalidRequestError
+
+logger = logging.getLogger(__name__)
+
+
+class EndpointHandler:
+    """Whisper (+ optional assistant) and optional pyannote, loaded once at start-up."""
+
+    def __init__(self, path: str = "") -> None:
+        from asr import SpeechRecognizer
+        from speech_gate import SpeechGate
+
+        self.settings = ModelSettings.for_repository(path)
+        self.recognizer = SpeechRecognizer(self.settings)
+        self.diarization_pipeline: DiarizationPipeline | None = (
+            load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None
+        )
+        self.speech_gate = SpeechGate() if self.settings.speech_gate else None
+        # One request at a time on the shared models: the pipeline and pyannote keep per-call state.
+        self._lock = threading.Lock()
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """What the loaded models can do; diarization follows whatever the seam holds now."""
+        return replace(self.recognizer.capabilities, has_diarization=self.diarization_pipeline is not None)
+
+    def __call__(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, Mapping) or "inputs" not in data:
+            raise InvalidRequestError('the request body must be a JSON object with "inputs" (base64 audio) and optional "parameters"')
+        config, warnings = parse_parameters(data.get("parameters"))
+        resolved = resolve_request(config, self.capabilities)
+        config, warnings = resolved.config, warnings + resolved.warnings
+        audio = decode_inputs(data["inputs"], config.sampling_rate)
+        with self._lock:
+            return self._transcribe(audio, config, warnings)
+
+    def _transcribe(self, audio: DecodedAudio, config: InferenceConfig, warnings: list[str]) -> dict[str, Any]:
+        duration = round(audio.duration, 3)
+        if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
+            return _response("", [], [], config.language, warnings + ["no speech detected"])
+        transcript = self.recognizer.transcribe(audio.samples, config, duration)
+        speakers = []
+        if self.diarization_pipeline is not None and transcript.chunks:
+            turns = diarize(self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
+            if not turns:
+                warnings = warnings + [f"diarization found no speaker turns; text attributed to {UNKNOWN_SPEAKER}"]
+            speakers = [segment.to_dict() for segment in assign_speakers(transcript.chunks, turns)]
+        chunks = [chunk.to_dict() for chunk in transcript.chunks]
+        return _response(transcript.text, chunks, speakers, transcript.language, warnings)
+
+
+def _response(text: str, chunks: list, speakers: list, language: str | None, warnings: list[str]) -> dict[str, Any]:
+    return {"text": text, "chunks": chunks, "speakers": speakers, "language": language, "warnings": warnings}

@@ -1,0 +1,41 @@
+"""Decide whether a recording contains any speech before Whisper sees it.
+
+Whisper hallucinates on audio without speech: on 5 s of silence whisper-base writes " you", on
+10 s of pink noise a Japanese "thanks for watching" tagged as Nynorsk (both measured on
+``../shared/dev-audio``). Silero VAD, whose weights ship inside its PyPI package (no download),
+rejects both. The gate scans the audio in blocks and stops at the first block with speech,
+so on real speech it costs a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import torch
+
+from audio import SAMPLING_RATE
+
+BLOCK_S = 30.0  # scan in Whisper-window-sized blocks; most speech is found in the first one
+MIN_SPEECH_MS = 250
+
+
+class SpeechGate:
+    """Silero VAD behind a lock: the model carries recurrent state between calls."""
+
+    def __init__(self) -> None:
+        from silero_vad import load_silero_vad
+
+        self._model = load_silero_vad()
+        self._lock = threading.Lock()
+
+    def contains_speech(self, samples: np.ndarray) -> bool:
+        from silero_vad import get_speech_timestamps
+
+        block = int(BLOCK_S * SAMPLING_RATE)
+        with self._lock, torch.inference_mode():
+            for start in range(0, len(samples), block):
+                piece = torch.from_numpy(np.ascontiguousarray(samples[start : start + block]))
+                if get_speech_timestamps(piece, self._model, sampling_rate=SAMPLING_RATE, min_speech_duration_ms=MIN_SPEECH_MS):
+                    return True
+        return False
