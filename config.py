@@ -105,7 +105,7 @@ class InferenceConfig(BaseModel):
     task: Literal["transcribe", "translate"] = "transcribe"
     batch_size: int = Field(default=24, ge=1, le=256)
     assisted: bool = False
-    chunk_length_s: float = Field(default=WHISPER_WINDOW_S, gt=0, le=WHISPER_WINDOW_S)
+    chunk_length_s: float = Field(default=WHISPER_WINDOW_S, ge=1, le=WHISPER_WINDOW_S)
     sampling_rate: int = Field(default=16000, ge=1000, le=384000)
     language: str | None = None
     num_speakers: int | None = Field(default=None, ge=1, le=100)

@@ -61,4 +61,4 @@ def _clamp(value: float | None, duration: float) -> float | None:
 
 
 def _round(seconds: float) -> float:
-    return round(seconds, TIMESTAMP_DECIMALS)
+    return float(round(seconds, TIMESTAMP_DECIMALS))

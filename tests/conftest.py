@@ -1,0 +1,55 @@
+"""Shared fixtures: tiny random models built once per session, and a clean environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Nothing in the suite may reach the Hub, and pyannote must not phone home.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
+
+DATA = Path(__file__).resolve().parent / "data"
+SETTINGS_ENV = ("ASR_MODEL", "ASSISTANT_MODEL", "DIARIZATION_MODEL", "HF_TOKEN", "DEVICE", "DTYPE", "SPEECH_GATE")
+
+
+@pytest.fixture(autouse=True)
+def clean_settings_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without the endpoint's env vars, whatever the developer's shell has."""
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def speech_wav() -> bytes:
+    """2.8 s of real read speech (pocketsphinx test data, BSD-2-Clause: tests/data/LICENSE.pocketsphinx)."""
+    return (DATA / "goforward.wav").read_bytes()
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    import tiny_models as builders
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    main = builders.build_whisper(root / "whisper")
+    return {
+        "whisper": main,
+        "whisper_en": builders.build_whisper(root / "whisper-en", multilingual=False),
+        "assistant": builders.build_assistant(main, root / "assistant", causal=False),
+        "assistant_causal": builders.build_assistant(main, root / "assistant-causal", causal=True),
+    }
+
+
+@pytest.fixture(scope="session")
+def tiny_pyannote(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import tiny_models as builders
+
+    return builders.build_pyannote_pipeline(tmp_path_factory.mktemp("tiny-pyannote"))

@@ -1,0 +1,200 @@
+"""Settings from the environment and every request-validation rule (no torch needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from config import (
+    DEFAULT_ASR_MODEL,
+    InferenceConfig,
+    ModelCapabilities,
+    ModelSettings,
+    parse_parameters,
+    resolve_request,
+)
+from errors import InvalidRequestError
+
+MULTILINGUAL = ModelCapabilities(
+    multilingual=True,
+    language_codes=frozenset({"en", "de", "fr"}),
+    language_aliases={"german": "de", "english": "en"},
+    has_assistant=True,
+    has_diarization=True,
+)
+ENGLISH_ONLY = ModelCapabilities(multilingual=False, language_codes=frozenset())
+
+
+def test_settings_default_to_large_v3_without_extras():
+    settings = ModelSettings()
+    assert settings.asr_model == DEFAULT_ASR_MODEL
+    assert settings.assistant_model is None and settings.diarization_model is None and settings.hf_token is None
+
+
+def test_settings_read_env_when_built_not_at_import(monkeypatch):
+    monkeypatch.setenv("ASR_MODEL", "openai/whisper-base")
+    monkeypatch.setenv("ASSISTANT_MODEL", "distil-whisper/distil-large-v3")
+    monkeypatch.setenv("DIARIZATION_MODEL", "pyannote/speaker-diarization-community-1")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    settings = ModelSettings()
+    assert settings.asr_model == "openai/whisper-base"
+    assert settings.assistant_model == "distil-whisper/distil-large-v3"
+    assert settings.diarization_model == "pyannote/speaker-diarization-community-1"
+    assert settings.hf_token.get_secret_value() == "hf_secret_value"
+
+
+def test_token_never_appears_in_repr(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    settings = ModelSettings()
+    assert "hf_secret_value" not in repr(settings) and "hf_secret_value" not in str(settings.model_dump())
+
+
+def test_empty_env_vars_count_as_unset(monkeypatch):
+    for name in ("ASR_MODEL", "ASSISTANT_MODEL", "DIARIZATION_MODEL", "HF_TOKEN", "DEVICE"):
+        monkeypatch.setenv(name, "")
+    settings = ModelSettings()
+    assert settings.asr_model == DEFAULT_ASR_MODEL
+    assert settings.assistant_model is None and settings.diarization_model is None and settings.hf_token is None
+    assert settings.device == "auto"
+
+
+def _fake_checkpoint(path, model_type="whisper"):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    return path
+
+
+def test_repository_checkpoint_is_used_when_asr_model_unset(tmp_path):
+    repository = _fake_checkpoint(tmp_path / "repository")
+    assert ModelSettings.for_repository(repository).asr_model == str(repository)
+
+
+def test_asr_model_env_wins_over_repository_checkpoint(tmp_path, monkeypatch):
+    repository = _fake_checkpoint(tmp_path / "repository")
+    monkeypatch.setenv("ASR_MODEL", "openai/whisper-small")
+    assert ModelSettings.for_repository(repository).asr_model == "openai/whisper-small"
+
+
+@pytest.mark.parametrize("model_type", ["bert", None])
+def test_repository_without_whisper_checkpoint_keeps_default(tmp_path, model_type):
+    repository = tmp_path / "repository"
+    if model_type:
+        _fake_checkpoint(repository, model_type)
+    assert ModelSettings.for_repository(repository).asr_model == DEFAULT_ASR_MODEL
+    assert ModelSettings.for_repository("").asr_model == DEFAULT_ASR_MODEL
+
+
+def test_device_and_dtype_auto():
+    settings = ModelSettings()
+    assert settings.resolved_device(cuda_available=False) == "cpu"
+    assert settings.resolved_device(cuda_available=True) == "cuda:0"
+    assert settings.resolved_dtype("cpu") == "float32"
+    assert settings.resolved_dtype("cuda:0") == "float16"
+    assert ModelSettings(dtype="bfloat16").resolved_dtype("cuda:0") == "bfloat16"
+
+
+def test_defaults_follow_the_blog():
+    config, warnings = parse_parameters(None)
+    assert (config.task, config.batch_size, config.assisted, config.chunk_length_s, config.sampling_rate) == (
+        "transcribe", 24, False, 30, 16000
+    )
+    assert config.num_beams == 1 and config.return_timestamps == "segment" and warnings == []
+
+
+def test_unknown_parameters_are_reported():
+    config, warnings = parse_parameters({"language": "en", "temprature": 0.2})
+    assert config.language == "en"
+    assert warnings == ["unknown parameter 'temprature' was ignored"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "named"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 10_000}, "batch_size"),
+        ({"batch_size": "many"}, "batch_size"),
+        ({"chunk_length_s": 0}, "chunk_length_s"),
+        ({"chunk_length_s": 31}, "chunk_length_s"),
+        ({"task": "summarize"}, "task"),
+        ({"assisted": "perhaps"}, "assisted"),
+        ({"num_speakers": 0}, "num_speakers"),
+        ({"min_speakers": -1}, "min_speakers"),
+        ({"sampling_rate": 10}, "sampling_rate"),
+        ({"return_timestamps": "char"}, "return_timestamps"),
+        ({"return_timestamps": False}, "return_timestamps"),
+        ({"num_beams": 0}, "num_beams"),
+    ],
+)
+def test_bad_values_name_the_parameter(parameters, named):
+    with pytest.raises(InvalidRequestError, match=named):
+        parse_parameters(parameters)
+
+
+def test_parameters_must_be_an_object():
+    with pytest.raises(InvalidRequestError, match="must be a JSON object"):
+        parse_parameters(["task", "translate"])
+
+
+def test_min_above_max_speakers():
+    with pytest.raises(InvalidRequestError, match=r"min_speakers \(3\) is greater than max_speakers \(2\)"):
+        parse_parameters({"min_speakers": 3, "max_speakers": 2})
+
+
+@pytest.mark.parametrize("hints", [{"num_speakers": 1, "min_speakers": 2}, {"num_speakers": 5, "max_speakers": 4}])
+def test_num_speakers_contradicting_bounds(hints):
+    with pytest.raises(InvalidRequestError, match="num_speakers"):
+        parse_parameters(hints)
+
+
+def test_timestamps_true_means_segment_level():
+    assert InferenceConfig(return_timestamps=True).return_timestamps == "segment"
+
+
+def test_assisted_without_assistant_is_refused():
+    config = InferenceConfig(assisted=True, batch_size=1)
+    with pytest.raises(InvalidRequestError, match="ASSISTANT_MODEL"):
+        resolve_request(config, ModelCapabilities(multilingual=True, language_codes=frozenset({"en"})))
+
+
+def test_assisted_runs_with_batch_size_one_and_says_so():
+    resolved = resolve_request(InferenceConfig(assisted=True, batch_size=8), MULTILINGUAL)
+    assert resolved.config.batch_size == 1
+    assert any("batch_size 8 was reduced to 1" in warning for warning in resolved.warnings)
+
+
+def test_assisted_beam_search_is_refused():
+    with pytest.raises(InvalidRequestError, match="num_beams"):
+        resolve_request(InferenceConfig(assisted=True, num_beams=4), MULTILINGUAL)
+
+
+def test_translate_on_english_only_model():
+    with pytest.raises(InvalidRequestError, match="English-only"):
+        resolve_request(InferenceConfig(task="translate"), ENGLISH_ONLY)
+
+
+def test_languages_by_code_name_or_token():
+    assert resolve_request(InferenceConfig(language="German"), MULTILINGUAL).config.language == "de"
+    assert resolve_request(InferenceConfig(language="<|fr|>"), MULTILINGUAL).config.language == "fr"
+    assert resolve_request(InferenceConfig(language="en"), ENGLISH_ONLY).config.language == "en"
+
+
+def test_unknown_language_lists_the_known_ones():
+    with pytest.raises(InvalidRequestError, match="unknown language 'xx'.*de, en, fr"):
+        resolve_request(InferenceConfig(language="xx"), MULTILINGUAL)
+
+
+def test_non_english_on_english_only_model():
+    with pytest.raises(InvalidRequestError, match="English-only"):
+        resolve_request(InferenceConfig(language="de"), ENGLISH_ONLY)
+
+
+def test_speaker_hints_without_diarization_warn_and_are_dropped():
+    resolved = resolve_request(InferenceConfig(num_speakers=2), ENGLISH_ONLY)
+    assert resolved.config.num_speakers is None
+    assert resolved.warnings == ["num_speakers ignored: no diarization model is loaded (set DIARIZATION_MODEL)"]
+
+
+def test_speaker_hints_are_passed_as_given():
+    config = InferenceConfig(min_speakers=2, max_speakers=4)
+    assert resolve_request(config, MULTILINGUAL).config.speaker_hints == {"min_speakers": 2, "max_speakers": 4}

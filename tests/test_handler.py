@@ -1,0 +1,205 @@
+"""The full handler on tiny random models: payload forms, response shape, errors, the seam."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import wave
+
+import numpy as np
+import pytest
+from pyannote.core import Annotation, Segment
+
+from errors import InvalidRequestError
+from handler import EndpointHandler
+
+SPEECH_SECONDS = 2.786
+
+
+@pytest.fixture(scope="module")
+def handler(tiny_models, tiny_pyannote):
+    """Everything loaded: tiny Whisper, a seq2seq assistant and the tiny pyannote pipeline."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+        env.setenv("ASSISTANT_MODEL", str(tiny_models["assistant"]))
+        env.setenv("DIARIZATION_MODEL", str(tiny_pyannote))
+        env.setenv("HF_TOKEN", "hf_do_not_leak")
+        return EndpointHandler("")
+
+
+@pytest.fixture(scope="module")
+def plain_handler(tiny_models):
+    """ASR only, loaded from the repository path as Inference Endpoints does (/repository)."""
+    return EndpointHandler(str(tiny_models["whisper"]))
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def assert_well_formed(result: dict, duration: float) -> None:
+    assert set(result) >= {"text", "chunks", "speakers", "language", "warnings"}
+    for item in result["chunks"] + result["speakers"]:
+        start, end = item["timestamp"]
+        assert isinstance(start, float) and isinstance(end, float)
+        assert 0.0 <= start <= end <= round(duration, 2) + 0.01
+    if result["speakers"]:
+        assert squash("".join(s["text"] for s in result["speakers"])) == squash("".join(c["text"] for c in result["chunks"]))
+
+
+def test_repository_path_checkpoint_is_loaded(plain_handler, tiny_models):
+    assert plain_handler.settings.asr_model == str(tiny_models["whisper"])
+    assert plain_handler.diarization_pipeline is None and plain_handler.recognizer.assistant is None
+
+
+def test_base64_request_without_diarization(plain_handler, speech_wav):
+    result = plain_handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})
+    assert_well_formed(result, SPEECH_SECONDS)
+    assert result["speakers"] == [] and result["language"] == "en" and result["warnings"] == []
+    assert result["chunks"][-1]["timestamp"][1] is not None
+
+
+def test_raw_bytes_and_array_inputs_agree(plain_handler, speech_wav):
+    from audio import decode_file
+
+    samples = decode_file(speech_wav).samples
+    from_bytes = plain_handler({"inputs": speech_wav, "parameters": {"language": "en"}})
+    from_array = plain_handler({"inputs": {"array": samples.tolist(), "sampling_rate": 16000}, "parameters": {"language": "en"}})
+    assert from_bytes == from_array
+
+
+def test_full_pipeline_with_assistant_and_diarization(handler, speech_wav):
+    result = handler({"inputs": b64(speech_wav), "parameters": {"assisted": True, "num_speakers": 2, "batch_size": 4}})
+    assert_well_formed(result, SPEECH_SECONDS)
+    assert result["speakers"], "the tiny pyannote pipeline finds speakers in real speech"
+    assert any("batch_size 4 was reduced to 1" in warning for warning in result["warnings"])
+
+
+def test_word_level_request_with_diarization(handler, speech_wav):
+    result = handler({"inputs": b64(speech_wav), "parameters": {"return_timestamps": "word", "language": "en"}})
+    assert_well_formed(result, SPEECH_SECONDS)
+
+
+def test_diarization_runs_on_the_shared_16k_audio_whatever_the_file_rate(handler, speech_wav):
+    """A 44.1 kHz stereo upload (and a misleading sampling_rate) must give pyannote 16 kHz samples."""
+    from audio import decode_file
+
+    samples = decode_file(speech_wav).samples
+    t_src = np.arange(int(len(samples) * 44100 / 16000)) / 44100
+    upsampled = np.interp(t_src, np.arange(len(samples)) / 16000, samples)
+    stereo = np.stack([upsampled, upsampled], axis=1)
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as writer:
+        writer.setnchannels(2), writer.setsampwidth(2), writer.setframerate(44100)
+        writer.writeframes((stereo * 32767).astype("<i2").tobytes())
+
+    seen = {}
+
+    def recording_pipeline(audio, **hints):
+        seen.update(rate=audio["sample_rate"], shape=tuple(audio["waveform"].shape), hints=hints)
+        annotation = Annotation()
+        annotation[Segment(0.0, 30.0)] = "SPEAKER_00"
+        return annotation
+
+    original = handler.diarization_pipeline
+    handler.diarization_pipeline = recording_pipeline
+    try:
+        result = handler({"inputs": b64(buffer.getvalue()), "parameters": {"sampling_rate": 8000, "max_speakers": 3}})
+    finally:
+        handler.diarization_pipeline = original
+    assert seen["rate"] == 16000 and seen["shape"][0] == 1
+    assert seen["shape"][1] == pytest.approx(SPEECH_SECONDS * 16000, abs=160)
+    assert seen["hints"] == {"max_speakers": 3}
+    assert_well_formed(result, SPEECH_SECONDS)
+    assert {s["speaker"] for s in result["speakers"]} == {"SPEAKER_00"}
+
+
+def test_seam_accepts_diarize_output_and_merges_by_time(handler, speech_wav):
+    from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
+
+    def two_speakers(audio, **hints):
+        annotation = Annotation()
+        annotation[Segment(0.0, 1.4)] = "ALICE"
+        annotation[Segment(1.4, 3.0)] = "BOB"
+        return DiarizeOutput(speaker_diarization=annotation, exclusive_speaker_diarization=annotation,
+                             speaker_embeddings=None)
+
+    original = handler.diarization_pipeline
+    handler.diarization_pipeline = two_speakers
+    try:
+        result = handler({"inputs": b64(speech_wav), "parameters": {"return_timestamps": "word", "language": "en"}})
+    finally:
+        handler.diarization_pipeline = original
+    assert_well_formed(result, SPEECH_SECONDS)
+    for segment in result["speakers"]:
+        start, end = segment["timestamp"]
+        midpoint = (start + end) / 2
+        assert segment["speaker"] in {"ALICE", "BOB"}
+        if end <= 1.4:
+            assert segment["speaker"] == "ALICE"
+        if start >= 1.4:
+            assert segment["speaker"] == "BOB"
+
+
+def test_silence_and_noise_are_empty_results_not_errors(handler):
+    silence = np.zeros(16000 * 3, dtype=np.float32)
+    noise = (np.random.default_rng(0).standard_normal(16000 * 3) * 0.1).astype(np.float32)
+    for samples in (silence, noise):
+        result = handler({"inputs": {"array": samples.tolist(), "sampling_rate": 16000}})
+        assert (result["text"], result["chunks"], result["speakers"]) == ("", [], [])
+        assert "no speech detected" in result["warnings"]
+
+
+def test_speaker_hints_without_diarization_warn(plain_handler, speech_wav):
+    result = plain_handler({"inputs": b64(speech_wav), "parameters": {"num_speakers": 2}})
+    assert any("no diarization model is loaded" in warning for warning in result["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("just a string", "JSON object"),
+        ({"parameters": {}}, "inputs"),
+        ({"inputs": "%%% not base64 %%%"}, "not valid base64"),
+        ({"inputs": b64(b"hello, I am a text file")}, "could not decode|no audio"),
+        ({"inputs": ""}, "empty"),
+        ({"inputs": "UklGRg==", "parameters": {"batch_size": 0}}, "batch_size"),
+        ({"inputs": "UklGRg==", "parameters": "fast"}, "must be a JSON object"),
+        ({"inputs": "UklGRg==", "parameters": {"min_speakers": 3, "max_speakers": 1}}, "min_speakers"),
+        ({"inputs": "UklGRg==", "parameters": {"language": "xx"}}, "unknown language"),
+    ],
+)
+def test_bad_requests_raise_invalid_request_error(handler, payload, message):
+    with pytest.raises(InvalidRequestError, match=message):
+        handler(payload)
+
+
+def test_assisted_without_assistant_and_truncated_audio(plain_handler, speech_wav):
+    with pytest.raises(InvalidRequestError, match="ASSISTANT_MODEL"):
+        plain_handler({"inputs": b64(speech_wav), "parameters": {"assisted": True}})
+    with pytest.raises(InvalidRequestError, match="truncated"):
+        plain_handler({"inputs": b64(speech_wav[:5000])})
+
+
+def test_handler_keeps_serving_after_errors(plain_handler, speech_wav):
+    for bad in ({"inputs": "???"}, {"inputs": b"\x00" * 100}):
+        with pytest.raises(InvalidRequestError):
+            plain_handler(bad)
+    assert plain_handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})["chunks"]
+
+
+def test_token_not_in_response_or_settings_repr(handler, speech_wav):
+    result = handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})
+    assert "hf_do_not_leak" not in repr(result) and "hf_do_not_leak" not in repr(handler.settings)
+
+
+def test_missing_diarization_model_fails_at_start_with_advice(tiny_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    monkeypatch.setenv("DIARIZATION_MODEL", str(tmp_path / "no-such-pipeline"))
+    with pytest.raises(RuntimeError, match="DIARIZATION_MODEL=.*could not be loaded.*HF_TOKEN"):
+        EndpointHandler("")
