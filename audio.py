@@ -14,7 +14,8 @@ import binascii
 import io
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from itertools import chain
+from typing import Any, Iterable, Mapping
 
 import av
 import numpy as np
@@ -122,7 +123,7 @@ def _decode_container(data: bytes) -> DecodedAudio:
             if stream is None:
                 raise InvalidRequestError("the file holds no audio stream; send an audio file (wav, flac, mp3, ogg, opus, m4a, webm)")
             declared = _declared_duration(container, stream)
-            samples = _decode_stream(container, stream)
+            samples = _resampled(container.decode(stream))
     except av.error.FFmpegError as error:
         raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
     if samples.size == 0:
@@ -135,12 +136,10 @@ def _decode_container(data: bytes) -> DecodedAudio:
     return DecodedAudio(samples)
 
 
-def _decode_stream(container: av.container.InputContainer, stream: av.AudioStream) -> np.ndarray:
+def _resampled(frames: Iterable[av.AudioFrame | None]) -> np.ndarray:
+    """16 kHz mono float32 from frames of any rate and layout (libswresample, flushed at the end)."""
     resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
-    pieces = []
-    for frame in container.decode(stream):
-        pieces.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(frame))
-    pieces.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(None))
+    pieces = [out.to_ndarray().reshape(-1) for frame in chain(frames, [None]) for out in resampler.resample(frame)]
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 
 
@@ -148,10 +147,7 @@ def _resample(array: np.ndarray, sampling_rate: int) -> np.ndarray:
     """Resample with the same libswresample the file path uses, so both paths agree."""
     frame = av.AudioFrame.from_ndarray(array.reshape(1, -1), format="flt", layout="mono")
     frame.sample_rate = sampling_rate
-    resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
-    pieces = [out.to_ndarray().reshape(-1) for out in resampler.resample(frame)]
-    pieces.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(None))
-    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+    return _resampled([frame])
 
 
 def _check_wav_complete(data: bytes) -> None:
