@@ -75,6 +75,7 @@ def load_diarization_pipeline(settings: ModelSettings, device: str) -> Diarizati
         f"DIARIZATION_MODEL={name} could not be loaded. Use a local directory with a pyannote config.yaml, or a Hub id "
         "whose conditions you accepted on huggingface.co, with HF_TOKEN set to a token that can read it."
     )
+    logger.info("loading diarization pipeline %s on %s", name, device)
     try:
         diarization = Pipeline.from_pretrained(name, token=token)
     except Exception as error:  # pyannote raises many types (HTTP, OS, Hub, YAML); all mean the same to a user

@@ -12,7 +12,6 @@ fix raises ``InvalidRequestError`` (a ``ValueError``), which Endpoints answers w
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import replace
 from typing import Any, Mapping
@@ -27,8 +26,6 @@ from diarization_utils import (
     load_diarization_pipeline,
 )
 from errors import InvalidRequestError
-
-logger = logging.getLogger(__name__)
 
 
 class EndpointHandler:

@@ -74,7 +74,7 @@ def test_assisted_transcript_equals_greedy_through_the_pipeline(recognizers, spe
     if timestamps == "segment":  # timestamp tokens: exactly the same
         assert assisted.chunks == greedy.chunks
     else:  # word times come from cross-attention alignment, computed over differently sized steps
-        for a, g in zip(assisted.chunks, greedy.chunks):
+        for a, g in zip(assisted.chunks, greedy.chunks, strict=True):
             assert a.start == pytest.approx(g.start, abs=0.1) and a.end == pytest.approx(g.end, abs=0.1)
 
 

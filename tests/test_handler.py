@@ -138,7 +138,6 @@ def test_seam_accepts_diarize_output_and_merges_by_time(handler, speech_wav):
     assert_well_formed(result, SPEECH_SECONDS)
     for segment in result["speakers"]:
         start, end = segment["timestamp"]
-        midpoint = (start + end) / 2
         assert segment["speaker"] in {"ALICE", "BOB"}
         if end <= 1.4:
             assert segment["speaker"] == "ALICE"
