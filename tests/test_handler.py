@@ -136,6 +136,7 @@ def test_seam_accepts_diarize_output_and_merges_by_time(handler, speech_wav):
     finally:
         handler.diarization_pipeline = original
     assert_well_formed(result, SPEECH_SECONDS)
+    assert result["speakers"], "word chunks must be attributed to the seam's speakers"
     for segment in result["speakers"]:
         start, end = segment["timestamp"]
         assert segment["speaker"] in {"ALICE", "BOB"}
