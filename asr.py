@@ -17,9 +17,10 @@ A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
 from audio import SAMPLING_RATE
 from config import InferenceConfig, ModelCapabilities, ModelSettings
+from errors import InvalidRequestError
 from transcript import Chunk, close_timestamps
 
 logger = logging.getLogger(__name__)
@@ -107,8 +109,18 @@ class SpeechRecognizer:
             )
         return assistant.to(self.device).eval()
 
-    def transcribe(self, samples: np.ndarray, config: InferenceConfig, duration: float) -> Transcript:
-        """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated)."""
+    def transcribe(
+        self,
+        samples: np.ndarray,
+        config: InferenceConfig,
+        duration: float,
+        on_progress: Callable[[float], None] | None = None,
+    ) -> Transcript:
+        """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
+
+        ``on_progress`` hears, after each batch of windows, about how many seconds of audio
+        have been decoded, for progress bars over long audio.
+        """
         language = config.language
         generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
         if self.capabilities.multilingual:
@@ -118,8 +130,11 @@ class SpeechRecognizer:
             language = "en"
         if config.assisted:
             generate_kwargs["assistant_model"] = self.assistant
+        if config.prompt:
+            generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
         word_level = config.return_timestamps == "word"
-        with torch.inference_mode(), self._attention_restored():
+        progress = self._progress_reported(on_progress, config.chunk_length_s, duration)
+        with torch.inference_mode(), self._attention_restored(), progress:
             result = self.pipeline(
                 {"raw": samples, "sampling_rate": SAMPLING_RATE},
                 chunk_length_s=config.chunk_length_s,
@@ -129,6 +144,16 @@ class SpeechRecognizer:
             )
         chunks = close_timestamps(result.get("chunks") or [], duration)
         return Transcript(text=result["text"].strip(), chunks=chunks, language=language)
+
+    def _prompt_ids(self, prompt: str) -> torch.Tensor:
+        """The prompt as Whisper's ``<|startofprev|>`` prefix; it has room for half its context."""
+        prompt_ids = self.processor.get_prompt_ids(prompt, return_tensors="pt")
+        room = self.model.config.max_target_positions // 2 - 1
+        if len(prompt_ids) - 1 > room:
+            raise InvalidRequestError(
+                f"the prompt is {len(prompt_ids) - 1} tokens long; this Whisper model takes at most {room}"
+            )
+        return prompt_ids.to(self.model.device)
 
     def detect_language(self, samples: np.ndarray) -> str:
         """Whisper's language guess on the first 30 s, used for every chunk of the request.
@@ -144,6 +169,29 @@ class SpeechRecognizer:
             language_token_ids = self.model.detect_language(features)
         token = self.processor.tokenizer.convert_ids_to_tokens(int(language_token_ids[0]))
         return token.strip("<|>")
+
+    @contextmanager
+    def _progress_reported(
+        self, on_progress: Callable[[float], None] | None, chunk_length_s: float, duration: float
+    ) -> Iterator[None]:
+        """Count the windows the encoder has seen; the chunked pipeline advances about two
+        thirds of a window per window (it overlaps a sixth on each side)."""
+        if on_progress is None:
+            yield
+            return
+        windows_done = 0
+
+        def count_windows(_module: torch.nn.Module, _inputs: Any, output: Any) -> None:
+            nonlocal windows_done
+            windows_done += output[0].shape[0]
+            on_progress(min(duration, windows_done * chunk_length_s * 2 / 3))
+
+        handle = self.model.get_encoder().register_forward_hook(count_windows)
+        try:
+            yield
+        finally:
+            handle.remove()
+        on_progress(duration)  # the estimate above is approximate; the end is not
 
     @contextmanager
     def _attention_restored(self) -> Iterator[None]:

@@ -13,14 +13,15 @@ import base64
 import binascii
 import io
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import av
 import numpy as np
 
-from errors import InvalidRequestError
+from errors import AudioTooLongError, InvalidRequestError
 
 SAMPLING_RATE = 16000
 # A container whose header promises this much more than could be decoded was cut short.
@@ -41,42 +42,59 @@ class DecodedAudio:
         return len(self.samples) / SAMPLING_RATE
 
 
-def decode_inputs(inputs: Any, sampling_rate: int = SAMPLING_RATE) -> DecodedAudio:
+def decode_inputs(inputs: Any, sampling_rate: int = SAMPLING_RATE, max_seconds: float | None = None) -> DecodedAudio:
     """Decode the ``inputs`` of a request.
 
     Accepted: a base64 string (optionally a ``data:audio/...;base64,`` URL), raw file bytes
     (what Inference Endpoints passes for an ``audio/*`` body), a ``{"array"|"raw": samples,
     "sampling_rate": rate}`` dict, or a bare array/list of samples at ``sampling_rate``.
+    Audio longer than ``max_seconds`` raises ``AudioTooLongError`` before it is all decoded.
     """
     if isinstance(inputs, str):
-        return decode_file(_from_base64(inputs))
+        return decode_file(_from_base64(inputs), max_seconds)
     if isinstance(inputs, (bytes, bytearray, memoryview)):
-        return decode_file(bytes(inputs))
+        return decode_file(bytes(inputs), max_seconds)
     if isinstance(inputs, Mapping):
         samples = inputs.get("array", inputs.get("raw"))
         if samples is None:
             raise InvalidRequestError("'inputs' as an object needs an 'array' (or 'raw') list of samples")
-        return from_array(samples, inputs.get("sampling_rate", sampling_rate))
+        return _within_limit(from_array(samples, inputs.get("sampling_rate", sampling_rate)), max_seconds)
     if isinstance(inputs, (list, tuple, np.ndarray)):
-        return from_array(inputs, sampling_rate)
+        return _within_limit(from_array(inputs, sampling_rate), max_seconds)
     raise InvalidRequestError(
         f"'inputs' must be base64-encoded audio, raw audio bytes or an array of samples, not {type(inputs).__name__}"
     )
 
 
-def decode_file(data: bytes) -> DecodedAudio:
+def decode_file(data: bytes, max_seconds: float | None = None) -> DecodedAudio:
     """Decode an audio file in any container FFmpeg knows."""
     if not data:
         raise InvalidRequestError("the audio is empty (0 bytes)")
     try:
-        return _decode_container(data)
+        return _decode_container(data, max_seconds)
+    except AudioTooLongError:
+        raise
     except InvalidRequestError:
         if _BASE64_ALPHABET.match(data[:4096]):  # a base64 text body sent as raw bytes
             try:
-                return _decode_container(_from_base64(data.decode("ascii")))
+                return _decode_container(_from_base64(data.decode("ascii")), max_seconds)
+            except AudioTooLongError:
+                raise
             except (InvalidRequestError, UnicodeDecodeError):
                 pass
-        raise
+        raise  # the first error: it describes the body as sent
+
+
+def _too_long(seconds: float, max_seconds: float) -> AudioTooLongError:
+    return AudioTooLongError(
+        f"the audio lasts {seconds:.1f} s, longer than this service's limit of {max_seconds:g} s (MAX_AUDIO_SECONDS); split it"
+    )
+
+
+def _within_limit(audio: DecodedAudio, max_seconds: float | None) -> DecodedAudio:
+    if max_seconds is not None and audio.duration > max_seconds:
+        raise _too_long(audio.duration, max_seconds)
+    return audio
 
 
 def from_array(samples: Any, sampling_rate: Any) -> DecodedAudio:
@@ -115,7 +133,7 @@ def _from_base64(text: str) -> bytes:
         ) from None
 
 
-def _decode_container(data: bytes) -> DecodedAudio:
+def _decode_container(data: bytes, max_seconds: float | None = None) -> DecodedAudio:
     _check_wav_complete(data)
     try:
         with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
@@ -123,7 +141,9 @@ def _decode_container(data: bytes) -> DecodedAudio:
             if stream is None:
                 raise InvalidRequestError("the file holds no audio stream; send an audio file (wav, flac, mp3, ogg, opus, m4a, webm)")
             declared = _declared_duration(container, stream)
-            samples = _resampled(container.decode(stream))
+            if max_seconds is not None and declared is not None and declared > max_seconds:
+                raise _too_long(declared, max_seconds)
+            samples = _resampled(container.decode(stream), max_seconds)
     except av.error.FFmpegError as error:
         raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
     if samples.size == 0:
@@ -136,10 +156,21 @@ def _decode_container(data: bytes) -> DecodedAudio:
     return DecodedAudio(samples)
 
 
-def _resampled(frames: Iterable[av.AudioFrame | None]) -> np.ndarray:
-    """16 kHz mono float32 from frames of any rate and layout (libswresample, flushed at the end)."""
+def _resampled(frames: Iterable[av.AudioFrame | None], max_seconds: float | None = None) -> np.ndarray:
+    """16 kHz mono float32 from frames of any rate and layout (libswresample, flushed at the end).
+
+    Stops as soon as the audio passes ``max_seconds``: a header can understate the length, and
+    decoding hours of audio only to refuse it would spend the memory the limit protects.
+    """
     resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
-    pieces = [out.to_ndarray().reshape(-1) for frame in chain(frames, [None]) for out in resampler.resample(frame)]
+    limit = None if max_seconds is None else int(max_seconds * SAMPLING_RATE)
+    pieces, total = [], 0
+    for frame in chain(frames, [None]):
+        for out in resampler.resample(frame):
+            pieces.append(out.to_ndarray().reshape(-1))
+            total += len(pieces[-1])
+            if limit is not None and total > limit:
+                raise _too_long(total / SAMPLING_RATE, max_seconds)
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 
 

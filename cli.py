@@ -1,10 +1,12 @@
-"""Transcribe local audio files with the same handler the endpoint runs.
+"""Transcribe local audio files with the same pipeline the endpoint and the server run.
 
-    ASR_MODEL=openai/whisper-base python cli.py meeting.wav [more files...] [--language en]
+    python cli.py meeting.wav interview.m4a --diarize --format srt --out subtitles/
 
 Models come from the same env vars as the endpoint (ASR_MODEL, ASSISTANT_MODEL,
-DIARIZATION_MODEL, HF_TOKEN). Prints one JSON result per file; a file that cannot be
-transcribed is reported on stderr, the others still run, and the exit status is 1.
+DIARIZATION_MODEL, HF_TOKEN) or the --*-model options; the assistant and the diarization
+pipeline are loaded only when --assistant / --diarize ask for them. Each input gets one output
+(stdout, or a file in --out); a file that cannot be transcribed is reported on stderr, the
+others still run, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -12,44 +14,138 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from tqdm import tqdm
+
+from audio import SAMPLING_RATE, decode_file
 from errors import InvalidRequestError
+from formats import OUTPUT_FORMATS, render
+
+EXIT_FILE_FAILED = 1
+EXIT_NOT_STARTED = 2
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("files", nargs="+", type=Path, help="audio files (wav, flac, mp3, ogg, opus, m4a, webm)")
+    parser.add_argument("files", nargs="+", type=Path, help="audio files (wav, flac, mp3, ogg, opus, m4a, webm, ...)")
+    parser.add_argument("--format", choices=OUTPUT_FORMATS, default="json", help="output format (default: json)")
+    parser.add_argument("--out", type=Path, help="write <name>.<format> files here instead of printing")
     parser.add_argument("--language", help="language code or name; detected when omitted")
     parser.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
-    parser.add_argument("--assisted", action="store_true", help="speculative decoding with ASSISTANT_MODEL")
     parser.add_argument("--timestamps", choices=["segment", "word"], default="segment")
+    parser.add_argument("--prompt", help="text that came before the audio: names, spellings, style")
+    parser.add_argument("--assistant", action="store_true", help="speculative decoding with the assistant model")
+    parser.add_argument("--diarize", action="store_true", help="label speakers with the diarization model")
     parser.add_argument("--num-speakers", type=int, help="exact number of speakers, when diarizing")
+    parser.add_argument("--min-speakers", type=int)
+    parser.add_argument("--max-speakers", type=int)
+    parser.add_argument("--plot", action="store_true", help="also write <name>.png: who spoke when, with the text")
+    parser.add_argument("--asr-model", help="overrides ASR_MODEL")
+    parser.add_argument("--assistant-model", help="overrides ASSISTANT_MODEL")
+    parser.add_argument("--diarization-model", help="overrides DIARIZATION_MODEL")
     return parser.parse_args(argv)
+
+
+def request_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
+    """The handler parameters the options stand for (unset options are left to the defaults)."""
+    parameters = {
+        "task": arguments.task,
+        "return_timestamps": arguments.timestamps,
+        "assisted": arguments.assistant,
+        "diarize": arguments.diarize,
+        "language": arguments.language,
+        "prompt": arguments.prompt,
+        "num_speakers": arguments.num_speakers,
+        "min_speakers": arguments.min_speakers,
+        "max_speakers": arguments.max_speakers,
+    }
+    return {name: value for name, value in parameters.items() if value is not None}
+
+
+def load_handler(arguments: argparse.Namespace) -> Any:
+    """The handler with only the models this run needs."""
+    from config import ModelSettings
+    from handler import EndpointHandler
+
+    settings = ModelSettings()
+    overrides = {
+        "asr_model": arguments.asr_model or settings.asr_model,
+        "assistant_model": (arguments.assistant_model or settings.assistant_model) if arguments.assistant else None,
+        "diarization_model": (arguments.diarization_model or settings.diarization_model) if arguments.diarize else None,
+    }
+    if arguments.assistant and not overrides["assistant_model"]:
+        raise SystemExit("--assistant needs an assistant model: set ASSISTANT_MODEL or pass --assistant-model")
+    if arguments.diarize and not overrides["diarization_model"]:
+        raise SystemExit("--diarize needs a diarization model: set DIARIZATION_MODEL or pass --diarization-model")
+    return EndpointHandler(settings=settings.model_copy(update=overrides))
+
+
+def output_paths(files: Iterable[Path], out_dir: Path, extension: str) -> dict[Path, Path]:
+    """``<stem>.<extension>`` in ``out_dir``; inputs that share a stem keep their suffix too."""
+    files = list(files)
+    stems = [path.stem for path in files]
+    return {
+        path: out_dir / (f"{path.name}.{extension}" if stems.count(path.stem) > 1 else f"{path.stem}.{extension}")
+        for path in files
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
-    from handler import EndpointHandler
-
-    handler = EndpointHandler()
-    parameters = {
-        "task": arguments.task,
-        "assisted": arguments.assisted,
-        "return_timestamps": arguments.timestamps,
-        **({"language": arguments.language} if arguments.language else {}),
-        **({"num_speakers": arguments.num_speakers} if arguments.num_speakers else {}),
-    }
+    try:
+        handler = load_handler(arguments)
+    except (OSError, RuntimeError, ValueError) as error:
+        print(f"could not load the models: {error}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    parameters = request_parameters(arguments)
+    documents = output_paths(arguments.files, arguments.out, arguments.format) if arguments.out else {}
+    plots = output_paths(arguments.files, arguments.out or Path.cwd(), "png") if arguments.plot else {}
+    if arguments.out:
+        arguments.out.mkdir(parents=True, exist_ok=True)
+    several = len(arguments.files) > 1
     failures = 0
-    for path in arguments.files:
+    for path in tqdm(arguments.files, desc="files", unit="file", disable=None if several else True):
         try:
-            result = handler({"inputs": path.read_bytes(), "parameters": parameters})
+            result = transcribe_file(handler, path, parameters)
         except (OSError, InvalidRequestError) as error:
-            print(f"{path}: {error}", file=sys.stderr)
+            tqdm.write(f"{path}: {error}", file=sys.stderr)
             failures += 1
             continue
+        write_result(path, result, arguments.format, documents.get(path), header=several)
+        if path in plots:
+            from plot import plot_timeline
+
+            plot_timeline(result, plots[path], title=path.name)
+    return EXIT_FILE_FAILED if failures else 0
+
+
+def transcribe_file(handler: Any, path: Path, parameters: dict[str, Any]) -> dict[str, Any]:
+    """Decode once (for the progress bar's length), then run the handler on the samples."""
+    audio = decode_file(path.read_bytes(), handler.settings.max_audio_seconds)
+    with tqdm(total=round(audio.duration, 1), desc=path.name, unit="s", disable=None, leave=False) as bar:
+
+        def advance(seconds_done: float) -> None:
+            bar.update(round(seconds_done, 1) - bar.n)
+
+        return handler({"inputs": {"array": audio.samples, "sampling_rate": SAMPLING_RATE}, "parameters": parameters}, advance)
+
+
+def write_result(
+    path: Path, result: dict[str, Any], output_format: str, destination: Path | None, header: bool = False
+) -> None:
+    """To ``destination`` when given; else stdout: JSON lines naming the file, or the document
+    (after a ``==> file <==`` line, as ``head`` does, when there are several)."""
+    if destination is not None:
+        destination.write_text(render(result, output_format), encoding="utf-8")
+    elif output_format == "json":
         print(json.dumps({"file": str(path), **result}, ensure_ascii=False))
-    return 1 if failures else 0
+    else:
+        if header:
+            print(f"==> {path} <==")
+        sys.stdout.write(render(result, output_format))
 
 
 if __name__ == "__main__":

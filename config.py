@@ -9,9 +9,10 @@ Nothing here imports torch: every rule is testable on its own.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -47,6 +48,8 @@ class ModelSettings(BaseSettings):
     device: str = "auto"
     dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
     speech_gate: bool = True  # skip Whisper on audio without speech (it hallucinates there)
+    # Longer audio is refused before it is decoded in full: 3 h of 16 kHz float32 is 0.7 GB.
+    max_audio_seconds: float = Field(default=3 * 3600, gt=0)
 
     @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
     @classmethod
@@ -86,6 +89,26 @@ class ModelSettings(BaseSettings):
         return "float16" if device.startswith("cuda") else "float32"
 
 
+class ServerSettings(BaseSettings):
+    """Limits and access control of the self-hosted server (``server.py``), from the environment."""
+
+    model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
+
+    api_key: SecretStr | None = None  # when set, inference routes need "Authorization: Bearer <key>"
+    max_upload_mb: float = Field(default=100.0, gt=0)  # request body size, base64 included (413)
+    max_queue: int = Field(default=16, ge=0)  # requests waiting behind the running one (503 beyond)
+    request_timeout_s: float | None = Field(default=None, gt=0)  # unset: a request may take as long as it needs
+
+    @field_validator("api_key", "request_timeout_s", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+
 def is_whisper_checkpoint(path: str | Path) -> bool:
     """True when ``path`` is a directory holding a transformers Whisper ``config.json``."""
     config_file = Path(path) / "config.json" if str(path) else None
@@ -113,6 +136,10 @@ class InferenceConfig(BaseModel):
     max_speakers: int | None = Field(default=None, ge=1, le=100)
     return_timestamps: Literal["segment", "word"] = "segment"
     num_beams: int = Field(default=1, ge=1, le=16)
+    # None: diarize whenever a diarization model is loaded; False skips it for this request.
+    diarize: bool | None = None
+    # Text Whisper treats as what was said before the audio: spellings, names, style.
+    prompt: str | None = Field(default=None, max_length=2000)
 
     @field_validator("return_timestamps", mode="before")
     @classmethod
@@ -223,10 +250,18 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
             "task='translate' needs a multilingual Whisper model; the loaded model is English-only"
         )
 
-    if config.speaker_hints and not capabilities.has_diarization:
+    if config.diarize and not capabilities.has_diarization:
+        raise InvalidRequestError("diarize=true needs a diarization model; set DIARIZATION_MODEL on the endpoint")
+    diarize = capabilities.has_diarization if config.diarize is None else config.diarize
+    updates["diarize"] = diarize
+    if config.speaker_hints and not diarize:
         names = ", ".join(config.speaker_hints)
-        warnings.append(f"{names} ignored: no diarization model is loaded (set DIARIZATION_MODEL)")
+        reason = "diarize=false" if capabilities.has_diarization else "no diarization model is loaded (set DIARIZATION_MODEL)"
+        warnings.append(f"{names} ignored: {reason}")
         updates.update({name: None for name in config.speaker_hints})
+
+    if config.prompt is not None and not config.prompt.strip():
+        updates["prompt"] = None
 
     return ResolvedRequest(config=config.model_copy(update=updates), warnings=warnings)
 

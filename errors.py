@@ -9,3 +9,7 @@ surfaces as a 500.
 
 class InvalidRequestError(ValueError):
     """The request cannot be served as sent; the message tells the client what to fix."""
+
+
+class AudioTooLongError(InvalidRequestError):
+    """The audio runs longer than the service's configured limit (HTTP 413 on the server)."""

@@ -6,18 +6,25 @@ the repository path, and calls it per request with the parsed body::
     {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
      "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
 
-It returns ``{"text", "chunks", "speakers", "language", "warnings"}``. A request the client can
+It returns ``{"text", "chunks", "speakers", "language", "duration", "warnings"}``. A request the client can
 fix raises ``InvalidRequestError`` (a ``ValueError``), which Endpoints answers with a 400.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from audio import SAMPLING_RATE, DecodedAudio, decode_inputs
-from config import InferenceConfig, ModelCapabilities, ModelSettings, parse_parameters, resolve_request
+from config import (
+    InferenceConfig,
+    ModelCapabilities,
+    ModelSettings,
+    parse_parameters,
+    resolve_request,
+)
 from diarization_utils import (
     UNKNOWN_SPEAKER,
     DiarizationPipeline,
@@ -31,11 +38,13 @@ from errors import InvalidRequestError
 class EndpointHandler:
     """Whisper (+ optional assistant) and optional pyannote, loaded once at start-up."""
 
-    def __init__(self, path: str = "") -> None:
+    def __init__(self, path: str = "", settings: ModelSettings | None = None) -> None:
+        """``settings`` defaults to the environment (what Inference Endpoints passes); the CLI
+        and server pass their own to load only what they were asked for."""
         from asr import SpeechRecognizer
         from speech_gate import SpeechGate
 
-        self.settings = ModelSettings.for_repository(path)
+        self.settings = settings if settings is not None else ModelSettings.for_repository(path)
         self.recognizer = SpeechRecognizer(self.settings)
         self.diarization_pipeline: DiarizationPipeline | None = (
             load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None
@@ -49,30 +58,46 @@ class EndpointHandler:
         """What the loaded models can do; diarization follows whatever the seam holds now."""
         return replace(self.recognizer.capabilities, has_diarization=self.diarization_pipeline is not None)
 
-    def __call__(self, data: Any) -> dict[str, Any]:
+    def __call__(self, data: Any, on_progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+        """Serve one request; ``on_progress`` (seconds of audio decoded so far) feeds progress bars."""
         if not isinstance(data, Mapping) or "inputs" not in data:
             raise InvalidRequestError('the request body must be a JSON object with "inputs" (base64 audio) and optional "parameters"')
         config, warnings = parse_parameters(data.get("parameters"))
         resolved = resolve_request(config, self.capabilities)
         config, warnings = resolved.config, warnings + resolved.warnings
-        audio = decode_inputs(data["inputs"], config.sampling_rate)
+        audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds)
         with self._lock:
-            return self._transcribe(audio, config, warnings)
+            return self._transcribe(audio, config, warnings, on_progress)
 
-    def _transcribe(self, audio: DecodedAudio, config: InferenceConfig, warnings: list[str]) -> dict[str, Any]:
+    def _transcribe(
+        self,
+        audio: DecodedAudio,
+        config: InferenceConfig,
+        warnings: list[str],
+        on_progress: Callable[[float], None] | None,
+    ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
         if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
-            return _response("", [], [], config.language, warnings + ["no speech detected"])
-        transcript = self.recognizer.transcribe(audio.samples, config, duration)
+            return _response("", [], [], config.language, duration, warnings + ["no speech detected"])
+        transcript = self.recognizer.transcribe(audio.samples, config, duration, on_progress)
         speakers = []
-        if self.diarization_pipeline is not None and transcript.chunks:
+        if config.diarize and self.diarization_pipeline is not None and transcript.chunks:
             turns = diarize(self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
             if not turns:
                 warnings = warnings + [f"diarization found no speaker turns; text attributed to {UNKNOWN_SPEAKER}"]
             speakers = [segment.to_dict() for segment in assign_speakers(transcript.chunks, turns)]
         chunks = [chunk.to_dict() for chunk in transcript.chunks]
-        return _response(transcript.text, chunks, speakers, transcript.language, warnings)
+        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings)
 
 
-def _response(text: str, chunks: list, speakers: list, language: str | None, warnings: list[str]) -> dict[str, Any]:
-    return {"text": text, "chunks": chunks, "speakers": speakers, "language": language, "warnings": warnings}
+def _response(
+    text: str, chunks: list, speakers: list, language: str | None, duration: float, warnings: list[str]
+) -> dict[str, Any]:
+    return {
+        "text": text,
+        "chunks": chunks,
+        "speakers": speakers,
+        "language": language,
+        "duration": duration,
+        "warnings": warnings,
+    }

@@ -6,8 +6,9 @@ audio) are tested directly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 TIMESTAMP_DECIMALS = 2  # Whisper's timestamp tokens are 20 ms apart
 
@@ -62,3 +63,27 @@ def _clamp(value: float | None, duration: float) -> float | None:
 
 def _round(seconds: float) -> float:
     return float(round(seconds, TIMESTAMP_DECIMALS))
+
+
+SENTENCE_ENDINGS = (".", "?", "!", "。", "？", "！", "…")
+MAX_PAUSE_IN_SEGMENT_S = 1.0
+MAX_SEGMENT_S = 30.0
+
+
+def group_words(words: Sequence[Chunk]) -> list[Chunk]:
+    """Join word chunks into segments the way subtitles read: a segment ends after a word
+    that ends a sentence, before a pause longer than a second, or when it reaches 30 s."""
+    segments: list[Chunk] = []
+    current: list[Chunk] = []
+    for index, word in enumerate(words):
+        current.append(word)
+        following = words[index + 1] if index + 1 < len(words) else None
+        if (
+            following is None
+            or word.text.strip().endswith(SENTENCE_ENDINGS)
+            or following.start - word.end > MAX_PAUSE_IN_SEGMENT_S
+            or following.end - current[0].start > MAX_SEGMENT_S
+        ):
+            segments.append(Chunk(text=joined_text(current), start=current[0].start, end=current[-1].end))
+            current = []
+    return segments

@@ -42,7 +42,7 @@ def test_assisted_generate_is_token_identical_to_greedy(recognizers, kind, times
     recognizer = recognizers[kind]
     for seed in range(6):
         features = random_features(recognizer, seed)
-        options = dict(return_timestamps=timestamps, num_beams=1, do_sample=False, language="en", task="transcribe")
+        options = {"return_timestamps": timestamps, "num_beams": 1, "do_sample": False, "language": "en", "task": "transcribe"}
         greedy = recognizer.model.generate(features, **options)
         assisted = recognizer.model.generate(features, assistant_model=recognizer.assistant, **options)
         assert greedy.tolist() == assisted.tolist(), f"seed {seed}"
@@ -53,7 +53,7 @@ def test_plain_seq2seq_assistant_still_breaks_timestamps_upstream(recognizers, t
     and DraftWhisper can go."""
     recognizer = recognizers["seq2seq"]
     plain = WhisperForConditionalGeneration.from_pretrained(tiny_models["assistant"]).eval()
-    options = dict(return_timestamps=True, num_beams=1, do_sample=False, language="en", task="transcribe")
+    options = {"return_timestamps": True, "num_beams": 1, "do_sample": False, "language": "en", "task": "transcribe"}
     differs = [
         recognizer.model.generate(f, **options).tolist() != recognizer.model.generate(f, assistant_model=plain, **options).tolist()
         for f in (random_features(recognizer, seed) for seed in range(6))

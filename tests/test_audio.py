@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from audio import SAMPLING_RATE, decode_file, decode_inputs, from_array
-from errors import InvalidRequestError
+from errors import AudioTooLongError, InvalidRequestError
 
 SPEECH_SECONDS = 2.786  # tests/data/goforward.wav
 
@@ -139,3 +139,23 @@ def test_truncated_mp3_is_refused():
 def test_invalid_error_is_a_value_error():
     with pytest.raises(ValueError):
         from_array([0.0] * 10, 5)
+
+
+def test_audio_over_the_duration_limit_is_refused_in_every_form(speech_wav):
+    samples = decode_file(speech_wav).samples
+    for inputs in (speech_wav, base64.b64encode(speech_wav).decode(), {"array": samples.tolist(), "sampling_rate": 16000}):
+        with pytest.raises(AudioTooLongError, match="limit of 2 s"):
+            decode_inputs(inputs, max_seconds=2)
+    assert decode_inputs(speech_wav, max_seconds=3).duration == pytest.approx(SPEECH_SECONDS, abs=0.01)
+
+
+def test_duration_limit_holds_when_the_header_understates_the_length():
+    """A streamed WAV header (size 0xFFFFFFFF) promises nothing; decoding stops at the limit."""
+    data = bytearray(wav_bytes(tone(10.0, 16000), 16000))
+    data[40:44] = (0xFFFFFFFF).to_bytes(4, "little")
+    with pytest.raises(AudioTooLongError, match="limit of 4 s"):
+        decode_file(bytes(data), max_seconds=4)
+
+
+def test_too_long_is_an_invalid_request():
+    assert issubclass(AudioTooLongError, InvalidRequestError)

@@ -1,25 +1,83 @@
-"""The CLI runs the handler over several files and keeps going past a broken one."""
+"""The CLI runs the handler over several files, keeps going past broken ones, writes every format."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
+import srt
 
 import cli
 
 
-def test_cli_transcribes_good_files_and_reports_bad_ones(tiny_models, speech_wav, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def audio_files(tmp_path, speech_wav) -> dict[str, Path]:
+    files = {"good": tmp_path / "good.wav", "broken": tmp_path / "broken.wav", "missing": tmp_path / "missing.wav"}
+    files["good"].write_bytes(speech_wav)
+    files["broken"].write_bytes(b"not audio at all")
+    return files
+
+
+def test_json_lines_on_stdout_and_errors_on_stderr(tiny_models, audio_files, monkeypatch, capsys):
     monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
-    good = tmp_path / "good.wav"
-    good.write_bytes(speech_wav)
-    broken = tmp_path / "broken.wav"
-    broken.write_bytes(b"not audio at all")
-    missing = tmp_path / "missing.wav"
-
-    status = cli.main([str(broken), str(good), str(missing), "--language", "en"])
-
+    status = cli.main([str(audio_files["broken"]), str(audio_files["good"]), str(audio_files["missing"]), "--language", "en"])
     captured = capsys.readouterr()
     results = [json.loads(line) for line in captured.out.splitlines()]
-    assert status == 1
-    assert [r["file"] for r in results] == [str(good)]
-    assert results[0]["language"] == "en" and results[0]["chunks"]
+    assert status == cli.EXIT_FILE_FAILED
+    assert [r["file"] for r in results] == [str(audio_files["good"])]
+    assert results[0]["language"] == "en" and results[0]["chunks"] and results[0]["speakers"] == []
     assert "broken.wav: could not decode" in captured.err and "missing.wav" in captured.err
+
+
+def test_every_format_to_an_output_directory_with_speakers_and_a_plot(tiny_models, tiny_pyannote, audio_files, tmp_path, speech_wav):
+    second = tmp_path / "other" / "good.flac"  # same stem as good.wav: both outputs must survive
+    second.parent.mkdir()
+    second.write_bytes(speech_wav)  # a WAV under a .flac name still decodes: the container is sniffed
+    out = tmp_path / "out"
+    for output_format in ("json", "txt", "srt", "vtt"):
+        status = cli.main([
+            str(audio_files["good"]), str(second), "--format", output_format, "--out", str(out), "--language", "en",
+            "--diarize", "--diarization-model", str(tiny_pyannote), "--asr-model", str(tiny_models["whisper"]),
+            *(["--plot"] if output_format == "json" else []),
+        ])
+        assert status == 0
+    written = sorted(path.name for path in out.iterdir())
+    assert written == sorted(f"good.{name}.{ext}" for name in ("wav", "flac") for ext in ("json", "txt", "srt", "vtt", "png"))
+    result = json.loads((out / "good.wav.json").read_text())
+    assert result["speakers"], "the tiny pyannote pipeline finds speakers in real speech"
+    subtitles = list(srt.parse((out / "good.wav.srt").read_text()))
+    assert len(subtitles) == len([s for s in result["speakers"] if s["text"].strip()])
+    assert subtitles[0].content.startswith(result["speakers"][0]["speaker"] + ": ")
+    assert (out / "good.wav.vtt").read_text().startswith("WEBVTT")
+    assert (out / "good.wav.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_documents_on_stdout_get_a_header_per_file(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    status = cli.main([str(audio_files["good"]), str(audio_files["good"]), "--format", "vtt", "--language", "en"])
+    out = capsys.readouterr().out
+    assert status == 0 and out.count(f"==> {audio_files['good']} <==") == 2 and out.count("WEBVTT") == 2
+
+
+def test_missing_models_are_reported_before_any_file(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    with pytest.raises(SystemExit, match="DIARIZATION_MODEL"):
+        cli.main([str(audio_files["good"]), "--diarize"])
+    with pytest.raises(SystemExit, match="ASSISTANT_MODEL"):
+        cli.main([str(audio_files["good"]), "--assistant"])
+    assert cli.main([str(audio_files["good"]), "--asr-model", str(audio_files["good"].parent / "nowhere")]) == cli.EXIT_NOT_STARTED
+    assert "could not load the models" in capsys.readouterr().err
+
+
+def test_assisted_run_and_parameters(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    monkeypatch.setenv("ASSISTANT_MODEL", str(tiny_models["assistant"]))
+    assert cli.main([str(audio_files["good"]), "--assistant", "--timestamps", "word", "--language", "en"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert any("batch_size 24 was reduced to 1" in warning for warning in result["warnings"])
+    arguments = cli.parse_arguments(["x.wav", "--num-speakers", "3", "--prompt", "Names: Ada."])
+    assert cli.request_parameters(arguments) == {
+        "task": "transcribe", "return_timestamps": "segment", "assisted": False, "diarize": False,
+        "prompt": "Names: Ada.", "num_speakers": 3,
+    }

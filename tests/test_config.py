@@ -11,6 +11,7 @@ from config import (
     InferenceConfig,
     ModelCapabilities,
     ModelSettings,
+    ServerSettings,
     parse_parameters,
     resolve_request,
 )
@@ -198,3 +199,45 @@ def test_speaker_hints_without_diarization_warn_and_are_dropped():
 def test_speaker_hints_are_passed_as_given():
     config = InferenceConfig(min_speakers=2, max_speakers=4)
     assert resolve_request(config, MULTILINGUAL).config.speaker_hints == {"min_speakers": 2, "max_speakers": 4}
+
+
+def test_diarize_follows_the_loaded_model_unless_the_request_says():
+    assert resolve_request(InferenceConfig(), MULTILINGUAL).config.diarize is True
+    assert resolve_request(InferenceConfig(), ENGLISH_ONLY).config.diarize is False
+    off = resolve_request(InferenceConfig(diarize=False, num_speakers=2), MULTILINGUAL)
+    assert off.config.diarize is False and off.config.num_speakers is None
+    assert off.warnings == ["num_speakers ignored: diarize=false"]
+    with pytest.raises(InvalidRequestError, match="DIARIZATION_MODEL"):
+        resolve_request(InferenceConfig(diarize=True), ENGLISH_ONLY)
+
+
+def test_prompt_blank_is_none_and_overlong_is_refused():
+    assert resolve_request(InferenceConfig(prompt="  "), MULTILINGUAL).config.prompt is None
+    assert resolve_request(InferenceConfig(prompt="Kubernetes, kubectl"), MULTILINGUAL).config.prompt == "Kubernetes, kubectl"
+    with pytest.raises(InvalidRequestError, match="'prompt'"):
+        parse_parameters({"prompt": "x" * 2001})
+
+
+def test_max_audio_seconds_from_env(monkeypatch):
+    assert ModelSettings().max_audio_seconds == 3 * 3600
+    monkeypatch.setenv("MAX_AUDIO_SECONDS", "60")
+    assert ModelSettings().max_audio_seconds == 60
+    monkeypatch.setenv("MAX_AUDIO_SECONDS", "0")
+    with pytest.raises(ValueError, match="max_audio_seconds"):
+        ModelSettings()
+
+
+def test_server_settings_from_env_and_key_hidden(monkeypatch):
+    defaults = ServerSettings()
+    assert (defaults.api_key, defaults.max_queue, defaults.request_timeout_s) == (None, 16, None)
+    assert defaults.max_upload_bytes == 100 * 1024 * 1024
+    monkeypatch.setenv("API_KEY", "sk-very-secret")
+    monkeypatch.setenv("MAX_UPLOAD_MB", "0.5")
+    monkeypatch.setenv("MAX_QUEUE", "0")
+    monkeypatch.setenv("REQUEST_TIMEOUT_S", "")
+    settings = ServerSettings()
+    assert settings.api_key.get_secret_value() == "sk-very-secret" and "sk-very-secret" not in repr(settings)
+    assert settings.max_upload_bytes == 512 * 1024 and settings.max_queue == 0 and settings.request_timeout_s is None
+    monkeypatch.setenv("MAX_QUEUE", "-1")
+    with pytest.raises(ValueError, match="max_queue"):
+        ServerSettings()

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from types import SimpleNamespace
 
 import pytest
 from pyannote.core import Annotation, Segment
 
-from diarization_utils import UNKNOWN_SPEAKER, Turn, assign_speakers, speaker_for, turns_from_output
+from diarization_utils import (
+    UNKNOWN_SPEAKER,
+    Turn,
+    assign_speakers,
+    speaker_for,
+    turns_from_output,
+)
 from transcript import Chunk
 
 A1, B1, A2 = Turn("A", 0.0, 4.0), Turn("B", 4.0, 8.0), Turn("A", 8.0, 12.0)
@@ -105,7 +112,7 @@ def test_every_word_kept_once_on_a_busy_conversation():
     segments = assign_speakers(chunks, turns)
     assert_nothing_lost(chunks, segments)
     assert all(s.start <= s.end for s in segments)
-    assert all(a.speaker != b.speaker for a, b in zip(segments, segments[1:], strict=False))
+    assert all(a.speaker != b.speaker for a, b in pairwise(segments))
 
 
 def _annotation():

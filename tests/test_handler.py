@@ -203,3 +203,42 @@ def test_missing_diarization_model_fails_at_start_with_advice(tiny_models, tmp_p
     monkeypatch.setenv("DIARIZATION_MODEL", str(tmp_path / "no-such-pipeline"))
     with pytest.raises(RuntimeError, match="DIARIZATION_MODEL=.*could not be loaded.*HF_TOKEN"):
         EndpointHandler("")
+
+
+def test_diarize_false_skips_the_diarization_step(handler, speech_wav):
+    calls = []
+    original = handler.diarization_pipeline
+    handler.diarization_pipeline = lambda audio, **hints: calls.append(hints)
+    try:
+        result = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}})
+    finally:
+        handler.diarization_pipeline = original
+    assert calls == [] and result["speakers"] == [] and result["chunks"]
+    assert result["duration"] == pytest.approx(SPEECH_SECONDS, abs=0.001)
+
+
+def test_prompt_is_used_and_an_overlong_one_is_refused(plain_handler, speech_wav):
+    prompted = plain_handler({"inputs": speech_wav, "parameters": {"language": "en", "prompt": "Go forward."}})
+    assert_well_formed(prompted, SPEECH_SECONDS)
+    with pytest.raises(InvalidRequestError, match="prompt is .* tokens long"):
+        plain_handler({"inputs": speech_wav, "parameters": {"prompt": "word " * 400}})
+
+
+def test_progress_reports_seconds_decoded(plain_handler, speech_wav):
+    from audio import decode_file
+
+    long_audio = np.tile(decode_file(speech_wav).samples, 30)  # 84 s: several 30-s windows
+    seen: list[float] = []
+    plain_handler({"inputs": {"array": long_audio, "sampling_rate": 16000}, "parameters": {"language": "en", "batch_size": 1}},
+                  on_progress=seen.append)
+    assert len(seen) >= 4 and seen == sorted(seen)
+    assert seen[-1] == pytest.approx(len(long_audio) / 16000, abs=0.01)
+
+
+def test_duration_limit_applies_to_the_handler(tiny_models, speech_wav, monkeypatch):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper_en"]))
+    monkeypatch.setenv("MAX_AUDIO_SECONDS", "2")
+    from errors import AudioTooLongError
+
+    with pytest.raises(AudioTooLongError, match="limit of 2 s"):
+        EndpointHandler("")({"inputs": speech_wav})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transcript import Chunk, close_timestamps, joined_text
+from transcript import Chunk, close_timestamps, group_words, joined_text
 
 
 def raw(*spans):
@@ -41,3 +41,23 @@ def test_no_none_anywhere_for_many_open_ends():
 
 def test_joined_text_keeps_whisper_spacing():
     assert joined_text([Chunk(" Hello", 0, 1), Chunk(" world.", 1, 2)]) == "Hello world."
+
+
+def words(*spec: tuple[str, float, float]) -> list[Chunk]:
+    return [Chunk(text, start, end) for text, start, end in spec]
+
+
+def test_group_words_breaks_at_sentence_ends_and_pauses():
+    grouped = group_words(words(
+        (" Hello", 0.0, 0.4), (" there.", 0.4, 0.9), (" How", 1.0, 1.2), (" are", 1.2, 1.4), (" you", 1.4, 1.6),
+        (" today", 3.0, 3.4),  # 1.4 s pause: a new segment
+    ))
+    assert grouped == [Chunk("Hello there.", 0.0, 0.9), Chunk("How are you", 1.0, 1.6), Chunk("today", 3.0, 3.4)]
+
+
+def test_group_words_caps_segments_at_thirty_seconds_and_keeps_every_word():
+    many = [Chunk(f" w{i}", i * 0.5, i * 0.5 + 0.4) for i in range(200)]  # 100 s without punctuation
+    grouped = group_words(many)
+    assert all(segment.end - segment.start <= 30.0 for segment in grouped)
+    assert " ".join(segment.text for segment in grouped).split() == [f"w{i}" for i in range(200)]
+    assert group_words([]) == []

@@ -152,9 +152,9 @@ def build_assistant(main_model_dir: Path, directory: Path, *, causal: bool) -> P
 def build_pyannote_pipeline(directory: Path, seed: int = 0) -> Path:
     """A local ``speaker-diarization-community-1``-shaped pipeline with random checkpoints."""
     import lightning
+    from pyannote.audio.core.task import Problem, Resolution, Specifications
     from pyannote.audio.models.embedding import WeSpeakerResNet34
     from pyannote.audio.models.segmentation import PyanNet
-    from pyannote.audio.core.task import Problem, Resolution, Specifications
 
     torch.manual_seed(seed)
     segmentation = PyanNet(sincnet={"stride": 10}, lstm={"hidden_size": 16, "num_layers": 1}, linear={"hidden_size": 16})

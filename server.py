@@ -1,0 +1,511 @@
+"""Self-hosted server: the Inference Endpoints contract and the OpenAI audio API, one set of models.
+
+    ASR_MODEL=openai/whisper-large-v3 DIARIZATION_MODEL=pyannote/speaker-diarization-community-1 \
+        uvicorn server:app --host 0.0.0.0 --port 8000
+
+Routes: ``POST /`` and ``/predict`` (the handler's payload as JSON, a raw ``audio/*`` body with
+parameters in the query string, or multipart ``file`` + ``parameters``), ``POST
+/v1/audio/transcriptions`` and ``/v1/audio/translations`` (OpenAI's multipart API, speaker
+labels as our extension), ``GET /health`` and ``GET /ready``. Models load once, before the
+server accepts connections. Inference runs in worker threads (the event loop stays free for
+health checks and refusals); the handler's lock keeps requests on the shared models from
+interleaving, and a bounded queue answers 503 with ``Retry-After`` instead of piling up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal, Protocol
+
+from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field, SecretStr
+from starlette.datastructures import UploadFile as StarletteUploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from config import ServerSettings
+from errors import AudioTooLongError, InvalidRequestError
+from openai_api import (
+    TEXT_FORMATS,
+    DiarizedTranscription,
+    Granularity,
+    ResponseFormat,
+    TranscriptionJson,
+    VerboseTranscription,
+    diarized_json,
+    render_text,
+    return_timestamps_for,
+    verbose_json,
+)
+
+logger = logging.getLogger("server")
+INFERENCE_WORKERS = 2  # one decodes the next upload while the other holds the models
+
+
+class Handler(Protocol):
+    """What the server needs of ``handler.EndpointHandler``."""
+
+    settings: Any
+    capabilities: Any
+
+    def __call__(self, data: Any) -> dict[str, Any]: ...
+
+
+class ServiceError(Exception):
+    """A refusal with its HTTP status, a message for the client and optional headers."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+class InferenceQueue:
+    """Runs handler calls off the event loop; admits one running and ``max_queue`` waiting."""
+
+    def __init__(self, handler: Handler, settings: ServerSettings) -> None:
+        self.handler = handler
+        self.max_queue = settings.max_queue
+        self.timeout_s = settings.request_timeout_s
+        self.pending = 0  # running + waiting; touched only on the event loop
+        self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
+        self._recent_seconds: deque[float] = deque(maxlen=20)
+
+    async def run(self, data: dict[str, Any]) -> dict[str, Any]:
+        if self.pending > self.max_queue:
+            raise ServiceError(
+                503,
+                f"the server is busy ({self.pending} requests in progress or queued, MAX_QUEUE={self.max_queue}); retry later",
+                {"Retry-After": str(self.retry_after_s())},
+            )
+        self.pending += 1
+        future = asyncio.get_running_loop().run_in_executor(self._executor, self._timed_call, data)
+        future.add_done_callback(self._finished)
+        try:
+            # shield: a timed-out or abandoned request keeps its place until the model is free
+            # again, so the queue never admits more work than the models can take.
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
+        except TimeoutError:
+            raise ServiceError(
+                504, f"the request took longer than {self.timeout_s:g} s (REQUEST_TIMEOUT_S) and was abandoned"
+            ) from None
+
+    def retry_after_s(self) -> int:
+        """Seconds until the queue has likely drained, from recent processing times."""
+        average = sum(self._recent_seconds) / len(self._recent_seconds) if self._recent_seconds else 1.0
+        return max(1, math.ceil(average * self.pending))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _timed_call(self, data: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            return self.handler(data)
+        except (InvalidRequestError, ServiceError):
+            raise
+        except Exception as error:  # a bug or a device failure: log it here, tell the client little
+            logger.error("inference failed: %s: %s", type(error).__name__, error, exc_info=error)
+            raise ServiceError(500, "internal error while processing the audio; the server log has the details") from None
+        finally:
+            self._recent_seconds.append(time.monotonic() - started)
+
+    def _finished(self, _future: asyncio.Future) -> None:
+        self.pending -= 1
+
+
+class BodySizeLimit:
+    """Refuse request bodies over ``max_bytes`` with 413 before anything parses them.
+
+    A declared ``Content-Length`` is refused at once; a chunked body is counted as it
+    arrives. Either way the rest of the upload is read and discarded (up to a bound) so the
+    client gets the 413 instead of a reset connection.
+    """
+
+    DRAIN_LIMIT_BYTES = 256 * 1024 * 1024
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send, received=0)
+            return
+        messages: list[Message] = []
+        received = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                await self._refuse(scope, receive, send, received, more=message.get("more_body", False))
+                return
+            messages.append(message)
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, received: int, more: bool = True) -> None:
+        while more and received < self.DRAIN_LIMIT_BYTES:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            received += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        limit_mb = self.max_bytes / 1024 / 1024
+        response = error_response(
+            scope["path"], 413, f"the request body is larger than this server's limit of {limit_mb:g} MB (MAX_UPLOAD_MB)"
+        )
+        await response(scope, receive, send)
+
+
+AudioUpload = Annotated[UploadFile, File(description="the audio file (any common container)")]
+BEARER = HTTPBearer(auto_error=False, description="needed when the server has API_KEY set")
+
+
+class ApiKeyCheck:
+    """The bearer-token dependency of inference routes; a no-op when no ``API_KEY`` is set."""
+
+    def __init__(self, api_key: SecretStr | None) -> None:
+        self._expected = api_key.get_secret_value().encode() if api_key else None
+
+    def __repr__(self) -> str:
+        return f"ApiKeyCheck(enabled={self._expected is not None})"
+
+    async def __call__(self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
+        if self._expected is None:
+            return
+        given = credentials.credentials.encode() if credentials else b""
+        if not hmac.compare_digest(given, self._expected):  # constant time: no guessing by timing
+            raise ServiceError(401, "missing or wrong API key: send 'Authorization: Bearer <API_KEY>'", {"WWW-Authenticate": "Bearer"})
+
+
+class Chunk(BaseModel):
+    text: str
+    timestamp: tuple[float, float] = Field(description="start and end in seconds")
+    speaker: str | None = None
+
+
+class SpeakerSegment(BaseModel):
+    speaker: str
+    text: str
+    timestamp: tuple[float, float]
+
+
+class EndpointResponse(BaseModel):
+    """The handler's response, as Inference Endpoints returns it."""
+
+    text: str
+    chunks: list[Chunk]
+    speakers: list[SpeakerSegment]
+    language: str | None
+    duration: float
+    warnings: list[str]
+
+
+class EndpointRequest(BaseModel):
+    """The JSON form of a request: base64 audio and the handler's parameters."""
+
+    inputs: str = Field(description="the audio file, base64-encoded")
+    parameters: dict[str, Any] = Field(default_factory=dict, description="see the README's parameter table")
+
+
+class OpenAIOptions(BaseModel):
+    """The OpenAI audio API's form fields, plus our diarization and decoding extensions."""
+
+    model: str = Field(default="whisper-1", description="accepted for compatibility; the server's ASR_MODEL decodes")
+    prompt: str | None = None
+    response_format: ResponseFormat = "json"
+    temperature: float = Field(default=0.0, ge=0.0, le=1.0, description="only 0 (deterministic decoding) is supported")
+    timestamp_granularities: list[Granularity] = Field(default_factory=list, alias="timestamp_granularities[]")
+    diarize: bool | None = Field(default=None, description="default: diarize when a diarization model is loaded")
+    num_speakers: int | None = None
+    min_speakers: int | None = None
+    max_speakers: int | None = None
+    assisted: bool | None = None
+
+
+class TranscriptionOptions(OpenAIOptions):
+    language: str | None = None
+
+
+def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """OpenAI's error shape on ``/v1`` routes, Inference Endpoints' ``{"error": message}`` elsewhere."""
+    if path.startswith("/v1/"):
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        body: dict[str, Any] = {"error": {"message": message, "type": kind, "param": None, "code": status}}
+    else:
+        body = {"error": message}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def create_app(load_handler: Callable[[], Handler] | None = None, settings: ServerSettings | None = None) -> FastAPI:
+    """The ASGI app; models load in the lifespan (before the first request is accepted)."""
+    settings = settings or ServerSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if load_handler is None:
+            from handler import EndpointHandler
+
+            handler: Handler = EndpointHandler()
+        else:
+            handler = load_handler()
+        app.state.handler = handler
+        app.state.queue = InferenceQueue(handler, settings)
+        logger.info("ready: ASR %s, auth %s", handler.settings.asr_model, "on" if settings.api_key else "off")
+        yield
+        app.state.queue.close()
+
+    app = FastAPI(
+        title="Speaker-attributed transcription",
+        summary="Whisper (+ assistant) and pyannote behind the Inference Endpoints and OpenAI audio APIs",
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    _add_error_handlers(app)
+
+    async def infer(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+        queue: InferenceQueue = request.app.state.queue
+        return await queue.run(data)
+
+    endpoint_body = {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": EndpointRequest.model_json_schema()},
+                "audio/*": {"schema": {"type": "string", "format": "binary"}},
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["file"],
+                        "properties": {
+                            "file": {"type": "string", "format": "binary"},
+                            "parameters": {"type": "string", "description": "a JSON object of parameters"},
+                        },
+                    }
+                },
+            },
+        }
+    }
+
+    guarded = [Depends(ApiKeyCheck(settings.api_key))]
+
+    async def predict(request: Request) -> EndpointResponse:
+        """Transcribe (and diarize) one audio file; raw bodies take parameters from the query string."""
+        return await infer(request, await endpoint_payload(request))
+
+    for path in ("/", "/predict"):
+        app.add_api_route(
+            path,
+            predict,
+            methods=["POST"],
+            response_model=EndpointResponse,
+            openapi_extra=endpoint_body,
+            dependencies=guarded,
+            name=f"predict{path}",
+        )
+
+    openai_responses: dict[int | str, dict[str, Any]] = {
+        200: {"content": {media: {"schema": {"type": "string"}} for media in TEXT_FORMATS.values()}}
+    }
+    openai_model = TranscriptionJson | VerboseTranscription | DiarizedTranscription
+
+    @app.post("/v1/audio/transcriptions", response_model=openai_model, responses=openai_responses, dependencies=guarded)
+    async def transcriptions(
+        request: Request,
+        file: AudioUpload,
+        options: Annotated[TranscriptionOptions, Form()],
+    ) -> Response:
+        """OpenAI-compatible transcription, with speaker labels when diarizing."""
+        return await openai_transcription(request, file, options, "transcribe", options.language)
+
+    @app.post("/v1/audio/translations", response_model=openai_model, responses=openai_responses, dependencies=guarded)
+    async def translations(
+        request: Request,
+        file: AudioUpload,
+        options: Annotated[OpenAIOptions, Form()],
+    ) -> Response:
+        """OpenAI-compatible translation into English, with speaker labels when diarizing."""
+        return await openai_transcription(request, file, options, "translate", None)
+
+    async def openai_transcription(
+        request: Request,
+        file: UploadFile,
+        options: OpenAIOptions,
+        task: Literal["transcribe", "translate"],
+        language: str | None,
+    ) -> Response:
+        if options.temperature > 0:
+            raise InvalidRequestError("temperature sampling is not supported: this server decodes deterministically (send 0)")
+        parameters = {
+            "task": task,
+            "language": language,
+            "prompt": options.prompt,
+            "return_timestamps": return_timestamps_for(options.timestamp_granularities),
+            "diarize": True if options.response_format == "diarized_json" else options.diarize,
+            "num_speakers": options.num_speakers,
+            "min_speakers": options.min_speakers,
+            "max_speakers": options.max_speakers,
+            "assisted": options.assisted,
+        }
+        audio = await file.read()
+        result = await infer(request, {"inputs": audio, "parameters": {k: v for k, v in parameters.items() if v is not None}})
+        headers = {"X-Model": options.model}
+        if options.response_format in TEXT_FORMATS:
+            media = TEXT_FORMATS[options.response_format]
+            return Response(render_text(result, options.response_format), media_type=f"{media}; charset=utf-8", headers=headers)
+        body: BaseModel
+        if options.response_format == "verbose_json":
+            body = verbose_json(result, task, options.timestamp_granularities)
+        elif options.response_format == "diarized_json":
+            body = diarized_json(result, task)
+        else:
+            body = TranscriptionJson(text=result["text"])
+        return JSONResponse(body.model_dump(exclude_none=True), headers=headers)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/ready")
+    async def ready(request: Request) -> dict[str, Any]:
+        """Readiness: which models are loaded, on what device, and how busy the server is."""
+        handler = request.app.state.handler
+        queue: InferenceQueue = request.app.state.queue
+        model_settings = handler.settings
+        recognizer = getattr(handler, "recognizer", None)
+        capabilities = handler.capabilities
+        return {
+            "status": "ready",
+            "models": {
+                "asr": model_settings.asr_model,
+                "assistant": model_settings.assistant_model if capabilities.has_assistant else None,
+                "diarization": model_settings.diarization_model if capabilities.has_diarization else None,
+            },
+            "device": str(getattr(recognizer, "device", "unknown")),
+            "dtype": str(getattr(recognizer, "dtype", "unknown")).removeprefix("torch."),
+            "queue": {"in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue},
+            "auth": settings.api_key is not None,
+        }
+
+    return app
+
+
+async def endpoint_payload(request: Request) -> dict[str, Any]:
+    """The handler's ``{"inputs", "parameters"}`` from whichever body form the client chose."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json":
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            raise InvalidRequestError('the body is not valid JSON; send {"inputs": "<base64 audio>", "parameters": {...}}') from None
+        if not isinstance(body, dict):
+            raise InvalidRequestError('the body must be a JSON object: {"inputs": "<base64 audio>", "parameters": {...}}')
+        return body
+    if content_type == "multipart/form-data":
+        async with request.form() as form:
+            upload = form.get("file")
+            if not isinstance(upload, StarletteUploadFile):
+                raise InvalidRequestError("a multipart request needs the audio file in a 'file' field")
+            audio = await upload.read()
+            parameters = _parameters_field(form.get("parameters"))
+        return {"inputs": audio, "parameters": {**query_parameters(request), **parameters}}
+    if content_type in ("", "application/octet-stream") or content_type.startswith(("audio/", "video/")):
+        return {"inputs": await request.body(), "parameters": query_parameters(request)}
+    raise ServiceError(
+        415,
+        f"unsupported content type '{content_type}': send application/json (base64 inputs), "
+        "audio/* or application/octet-stream (raw file), or multipart/form-data (file + parameters)",
+    )
+
+
+def query_parameters(request: Request) -> dict[str, Any]:
+    """Query-string parameters typed as JSON where they parse (``2``, ``true``), else strings (``en``)."""
+    return {name: _json_or_text(value) for name, value in request.query_params.items()}
+
+
+def _json_or_text(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _parameters_field(value: Any) -> dict[str, Any]:
+    if value is None or value == "":
+        return {}
+    if not isinstance(value, str):
+        raise InvalidRequestError("the multipart 'parameters' field must be a JSON object as text, not a file")
+    try:
+        parameters = json.loads(value)
+    except ValueError:
+        raise InvalidRequestError("the multipart 'parameters' field is not valid JSON") from None
+    if not isinstance(parameters, dict):
+        raise InvalidRequestError("the multipart 'parameters' field must be a JSON object")
+    return parameters
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    def on(error_type: type[Exception]) -> Callable[[Callable[..., JSONResponse]], Callable[..., Awaitable[JSONResponse]]]:
+        def register(build: Callable[..., JSONResponse]) -> Callable[..., Awaitable[JSONResponse]]:
+            async def handle(request: Request, error: Any) -> JSONResponse:
+                return build(request.url.path, error)
+
+            app.add_exception_handler(error_type, handle)
+            return handle
+
+        return register
+
+    @on(ServiceError)
+    def service_error(path: str, error: ServiceError) -> JSONResponse:
+        return error_response(path, error.status, error.message, error.headers)
+
+    @on(AudioTooLongError)
+    def too_long(path: str, error: AudioTooLongError) -> JSONResponse:
+        return error_response(path, 413, str(error))
+
+    @on(InvalidRequestError)
+    def invalid(path: str, error: InvalidRequestError) -> JSONResponse:
+        return error_response(path, 400, str(error))
+
+    @on(RequestValidationError)
+    def schema(path: str, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'][1:]) or 'body'}: {item['msg']}" for item in error.errors()
+        )
+        return error_response(path, 422, f"invalid request: {problems}")
+
+    @on(StarletteHTTPException)
+    def http_error(path: str, error: StarletteHTTPException) -> JSONResponse:
+        return error_response(path, error.status_code, str(error.detail), getattr(error, "headers", None))
+
+    @on(Exception)
+    def unexpected(path: str, error: Exception) -> JSONResponse:
+        logger.error("request to %s failed: %s: %s", path, type(error).__name__, error, exc_info=error)
+        return error_response(path, 500, "internal error while processing the request; the server log has the details")
+
+
+app = create_app()

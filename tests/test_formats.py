@@ -1,0 +1,130 @@
+"""Subtitle and text writers: golden output, edge cases, and real parsers reading what we write."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import srt
+import webvtt
+
+from formats import Cue, cues_from_result, render, timestamp, to_srt, to_txt, to_vtt
+
+DIARIZED = {
+    "text": " Hello there. Hi! How are you?",
+    "chunks": [
+        {"text": " Hello there.", "timestamp": [0.0, 1.5]},
+        {"text": " Hi! How are you?", "timestamp": [1.5, 4.25]},
+    ],
+    "speakers": [
+        {"speaker": "SPEAKER_00", "text": "Hello there.", "timestamp": [0.0, 1.5]},
+        {"speaker": "SPEAKER_01", "text": "Hi! How are you?", "timestamp": [1.5, 4.25]},
+    ],
+}
+PLAIN = {**DIARIZED, "speakers": []}
+
+GOLDEN_SRT = """1
+00:00:00,000 --> 00:00:01,500
+SPEAKER_00: Hello there.
+
+2
+00:00:01,500 --> 00:00:04,250
+SPEAKER_01: Hi! How are you?
+"""
+
+GOLDEN_VTT = """WEBVTT
+
+00:00:00.000 --> 00:00:01.500
+<v SPEAKER_00>Hello there.</v>
+
+00:00:01.500 --> 00:00:04.250
+<v SPEAKER_01>Hi! How are you?</v>
+"""
+
+
+def test_golden_srt_and_vtt_with_speakers():
+    assert render(DIARIZED, "srt") == GOLDEN_SRT
+    assert render(DIARIZED, "vtt") == GOLDEN_VTT
+
+
+def test_without_speakers_the_chunks_are_the_cues():
+    assert render(PLAIN, "txt") == "Hello there.\nHi! How are you?\n"
+    assert render(PLAIN, "srt").splitlines()[2] == "Hello there."
+    assert "<v " not in render(PLAIN, "vtt")
+
+
+def test_txt_and_json():
+    assert render(DIARIZED, "txt") == "SPEAKER_00: Hello there.\nSPEAKER_01: Hi! How are you?\n"
+    assert json.loads(render(DIARIZED, "json")) == DIARIZED
+    with pytest.raises(ValueError, match="unknown output format"):
+        render(DIARIZED, "docx")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "srt_time", "vtt_time"),
+    [
+        (0, "00:00:00,000", "00:00:00.000"),
+        (1.0004, "00:00:01,000", "00:00:01.000"),
+        (1.0006, "00:00:01,001", "00:00:01.001"),
+        (59.9996, "00:01:00,000", "00:01:00.000"),  # rounding carries into minutes
+        (3599.9999, "01:00:00,000", "01:00:00.000"),
+        (100 * 60 + 5.25, "01:40:05,250", "01:40:05.250"),  # past 99 minutes
+        (101 * 3600, "101:00:00,000", "101:00:00.000"),  # past 99 hours, still unambiguous
+        (-3.0, "00:00:00,000", "00:00:00.000"),
+        (None, "00:00:00,000", "00:00:00.000"),
+        (float("nan"), "00:00:00,000", "00:00:00.000"),
+    ],
+)
+def test_timestamps(seconds, srt_time, vtt_time):
+    assert timestamp(seconds, ",") == srt_time
+    assert timestamp(seconds, ".") == vtt_time
+
+
+def test_open_negative_and_instant_times_never_make_bad_cues():
+    result = {"speakers": [], "chunks": [
+        {"text": " starts late", "timestamp": [-0.5, None]},
+        {"text": " instant", "timestamp": [2.0, 2.0]},
+        {"text": "   ", "timestamp": [3.0, 4.0]},  # blank text is not a cue
+        {"text": " backwards", "timestamp": [5.0, 4.0]},
+    ]}
+    cues = cues_from_result(result)
+    assert [cue.text for cue in cues] == ["starts late", "instant", "backwards"]
+    assert all(0 <= cue.start <= cue.end for cue in cues)
+    for subtitle in srt.parse(to_srt(cues)):
+        assert subtitle.end > subtitle.start
+
+
+def test_vtt_escapes_reserved_characters_and_real_parsers_read_our_output():
+    cues = [
+        Cue(0.0, 1.0, "a <b> & c --> d", "Dr. <Who>"),
+        Cue(1.0, 2.5, "line one\n\nline two"),
+        Cue(3600.0, 3601.0, "an hour in"),
+    ]
+    vtt_text = to_vtt(cues_from_result({"chunks": [
+        {"text": cue.text, "timestamp": [cue.start, cue.end], **({"speaker": cue.speaker} if cue.speaker else {})}
+        for cue in cues
+    ], "speakers": []}))
+    assert "-->" not in vtt_text.replace(" --> ", "")
+    assert "a &lt;b&gt; &amp; c --&gt; d" in vtt_text
+    parsed = webvtt.from_buffer(io.StringIO(vtt_text))
+    assert [caption.start for caption in parsed] == ["00:00:00.000", "00:00:01.000", "01:00:00.000"]
+    assert parsed[1].text == "line one line two", "newlines inside a cue would end it"
+
+    srt_text = to_srt(cues)
+    subtitles = list(srt.parse(srt_text))
+    assert [s.index for s in subtitles] == [1, 2, 3]
+    assert subtitles[1].content == "line one line two"
+    assert subtitles[0].content == "Dr. <Who>: a <b> & c --> d"
+    assert subtitles[2].start.total_seconds() == 3600.0
+
+
+def test_empty_transcript_renders_valid_empty_documents():
+    empty = {"text": "", "chunks": [], "speakers": []}
+    assert render(empty, "srt") == "" and render(empty, "txt") == ""
+    assert render(empty, "vtt") == "WEBVTT\n"
+    assert list(webvtt.from_buffer(io.StringIO(render(empty, "vtt")))) == []
+
+
+def test_txt_writer_labels_only_diarized_cues():
+    assert to_txt([Cue(0, 1, "hi", "A"), Cue(1, 2, "there")]) == "A: hi\nthere\n"
