@@ -301,7 +301,8 @@ def test_official_openai_client_every_format(url, speech_wav):
     plain = client.audio.transcriptions.create(model="whisper-1", file=audio, language="en")
     assert isinstance(plain.text, str)
     verbose = client.audio.transcriptions.create(
-        model="whisper-1", file=audio, language="en", response_format="verbose_json", timestamp_granularities=["word", "segment"]
+        model="whisper-1", file=audio, language="en", response_format="verbose_json",
+        timestamp_granularities=["word", "segment"], extra_body={"num_speakers": 2, "diarize": True},
     )
     assert verbose.language == "english" and verbose.words and verbose.segments
     assert {segment.model_extra["speaker"] for segment in verbose.segments} <= SPEAKERS
@@ -312,6 +313,8 @@ def test_official_openai_client_every_format(url, speech_wav):
     assert isinstance(translation.text, str)
     with pytest.raises(openai.BadRequestError, match="temperature"):
         client.audio.transcriptions.create(model="whisper-1", file=audio, temperature=0.5)
+    with pytest.raises(openai.BadRequestError, match="num_speakers"):  # extensions travel in extra_body
+        client.audio.transcriptions.create(model="whisper-1", file=audio, extra_body={"num_speakers": 0})
 
 
 def test_inference_client_against_the_endpoint_route(url, speech_wav, monkeypatch):
