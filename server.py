@@ -322,6 +322,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
             predict,
             methods=["POST"],
             response_model=EndpointResponse,
+            response_model_exclude_unset=True,  # a chunk has a speaker only when the handler gave it one
             openapi_extra=endpoint_body,
             dependencies=guarded,
             name=f"predict{path}",

@@ -53,3 +53,38 @@ def tiny_pyannote(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import tiny_models as builders
 
     return builders.build_pyannote_pipeline(tmp_path_factory.mktemp("tiny-pyannote"))
+
+
+def two_speakers(audio, **hints):
+    """Stand-in for pyannote: ALICE for the first 1.4 s, BOB after (the speech clip is 2.8 s)."""
+    from pyannote.core import Annotation, Segment
+
+    annotation = Annotation()
+    annotation[Segment(0.0, 1.4)] = "ALICE"
+    annotation[Segment(1.4, 3.0)] = "BOB"
+    return annotation
+
+
+@pytest.fixture(scope="session")
+def served_handler(tiny_models):
+    """Tiny Whisper + assistant, with the two-speaker stand-in in the diarization seam."""
+    from config import ModelSettings
+    from handler import EndpointHandler
+
+    loaded = EndpointHandler(
+        settings=ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]))
+    )
+    loaded.diarization_pipeline = two_speakers
+    return loaded
+
+
+@pytest.fixture(scope="session")
+def server_url(served_handler):
+    """The real server on Uvicorn, 127.0.0.1, a free port; 1 MB upload limit."""
+    from servers import serving
+
+    import server
+    from config import ServerSettings
+
+    with serving(server.create_app(lambda: served_handler, ServerSettings(max_upload_mb=1))) as base_url:
+        yield base_url

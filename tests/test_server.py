@@ -19,11 +19,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pyannote.core import Annotation, Segment
 from servers import serving
 
 import server
-from config import ModelSettings, ServerSettings
+from config import ServerSettings
 from handler import EndpointHandler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,27 +30,14 @@ SPEECH_SECONDS = 2.786
 SPEAKERS = {"ALICE", "BOB"}
 
 
-def two_speakers(audio, **hints):
-    """Stand-in for pyannote: ALICE for the first half of the clip, BOB for the rest."""
-    annotation = Annotation()
-    annotation[Segment(0.0, 1.4)] = "ALICE"
-    annotation[Segment(1.4, 3.0)] = "BOB"
-    return annotation
+@pytest.fixture(scope="module")
+def handler(served_handler):
+    return served_handler
 
 
 @pytest.fixture(scope="module")
-def handler(tiny_models):
-    loaded = EndpointHandler(
-        settings=ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]))
-    )
-    loaded.diarization_pipeline = two_speakers
-    return loaded
-
-
-@pytest.fixture(scope="module")
-def url(handler):
-    with serving(server.create_app(lambda: handler, ServerSettings(max_upload_mb=1))) as base_url:
-        yield base_url
+def url(server_url):
+    return server_url
 
 
 @pytest.fixture
@@ -72,7 +58,7 @@ def assert_good_request_still_served(client, speech_wav):
 # --- the Endpoints contract -------------------------------------------------------------------
 
 
-def test_json_raw_and_multipart_bodies_give_the_same_result(client, speech_wav):
+def test_json_raw_and_multipart_bodies_give_the_same_result(client, handler, speech_wav):
     parameters = {"language": "en", "return_timestamps": "word", "num_speakers": 2}
     as_json = client.post("/", json={"inputs": b64(speech_wav), "parameters": parameters})
     as_raw = client.post(
@@ -85,6 +71,7 @@ def test_json_raw_and_multipart_bodies_give_the_same_result(client, speech_wav):
     bodies = [response.json() for response in (as_json, as_raw, as_multipart)]
     assert [r.status_code for r in (as_json, as_raw, as_multipart)] == [200, 200, 200], bodies
     assert bodies[0] == bodies[1] == bodies[2]
+    assert bodies[0] == handler({"inputs": speech_wav, "parameters": parameters}), "the server passes the handler's answer through"
     result = bodies[0]
     assert result["warnings"] == [], "query-string values are typed: '2' is the integer 2"
     assert result["language"] == "en" and result["duration"] == pytest.approx(SPEECH_SECONDS, abs=0.01)
