@@ -138,6 +138,8 @@ class InferenceConfig(BaseModel):
     num_beams: int = Field(default=1, ge=1, le=16)
     # None: diarize whenever a diarization model is loaded; False skips it for this request.
     diarize: bool | None = None
+    # How text meets speakers: each word by its own time (default when diarizing), or whole segments.
+    attribution: Literal["word", "segment"] | None = None
     # Text Whisper treats as what was said before the audio: spellings, names, style.
     prompt: str | None = Field(default=None, max_length=2000)
 
@@ -254,6 +256,11 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
         raise InvalidRequestError("diarize=true needs a diarization model; set DIARIZATION_MODEL on the endpoint")
     diarize = capabilities.has_diarization if config.diarize is None else config.diarize
     updates["diarize"] = diarize
+    if diarize:
+        updates["attribution"] = config.attribution or "word"
+    elif config.attribution is not None:
+        warnings.append("attribution ignored: this request is not diarized")
+        updates["attribution"] = None
     if config.speaker_hints and not diarize:
         names = ", ".join(config.speaker_hints)
         reason = "diarize=false" if capabilities.has_diarization else "no diarization model is loaded (set DIARIZATION_MODEL)"

@@ -116,16 +116,22 @@ def turns_from_output(output: Any) -> list[Turn]:
 
 
 def assign_speakers(chunks: Sequence[Chunk], turns: Sequence[Turn]) -> list[SpeakerSegment]:
-    """Attribute every chunk to one speaker and join neighbours with the same speaker.
+    """Attribute every chunk (by its own time) to one speaker and join neighbours of one speaker.
 
     The concatenation of the returned texts is the concatenation of the chunk texts (up to
     whitespace at the joins): nothing is dropped, nothing repeated.
     """
+    return group_by_speaker(chunks, [speaker_for(chunk.start, chunk.end, turns) for chunk in chunks])
+
+
+def group_by_speaker(chunks: Sequence[Chunk], speakers: Sequence[str]) -> list[SpeakerSegment]:
+    """Join consecutive chunks with the same speaker into segments; blank chunks name nobody."""
     segments: list[SpeakerSegment] = []
     group: list[Chunk] = []
     group_speaker: str | None = None
-    for chunk in (chunk for chunk in chunks if chunk.text.strip()):  # silent chunks name nobody
-        speaker = speaker_for(chunk.start, chunk.end, turns)
+    for chunk, speaker in zip(chunks, speakers, strict=True):
+        if not chunk.text.strip():
+            continue
         if group and speaker != group_speaker:
             segments.append(_segment(group_speaker, group))
             group = []
@@ -134,6 +140,62 @@ def assign_speakers(chunks: Sequence[Chunk], turns: Sequence[Turn]) -> list[Spea
     if group:
         segments.append(_segment(group_speaker, group))
     return segments
+
+
+SENTENCE_END = (".", "?", "!", "…", "。", "？", "！")
+MID_SENTENCE_SWITCH_S = 0.05  # evidence (seconds of overlap) a speaker change inside a sentence must beat
+SWITCH_S = 0.01  # any change costs a little, so equal evidence keeps the current speaker
+PAUSE_IS_BOUNDARY_S = 0.5
+
+
+def word_speakers(words: Sequence[Chunk], turns: Sequence[Turn]) -> list[str]:
+    """The speaker of every word: time overlap with the turns, read as a sequence.
+
+    Word by word, overlap alone cannot decide inside overlapping turns (a word lies wholly in
+    both) and is fragile at turn edges, where Whisper's word times are least exact. So this
+    picks the speaker sequence with the most total overlap (a word in a gap scores minus its
+    distance to the speaker's nearest turn) minus a small cost per speaker change, and a larger
+    one for a change inside a sentence (Whisper's punctuation, or no pause before the word).
+    Clear time evidence always wins; where it is even, speakers change at sentence ends.
+    """
+    if not words:
+        return []
+    speakers = sorted({turn.speaker for turn in turns})
+    if not speakers:
+        return [UNKNOWN_SPEAKER] * len(words)
+    evidence = [[_evidence(word, speaker, turns) for speaker in speakers] for word in words]
+    best = list(evidence[0])
+    back: list[list[int]] = []
+    for index in range(1, len(words)):
+        change = SWITCH_S if _boundary_before(words, index) else MID_SENTENCE_SWITCH_S
+        pointers, scores = [], []
+        for current in range(len(speakers)):
+            options = [best[previous] - (0.0 if previous == current else change) for previous in range(len(speakers))]
+            chosen = max(range(len(speakers)), key=lambda previous: (options[previous], previous == current))
+            pointers.append(chosen)
+            scores.append(options[chosen] + evidence[index][current])
+        back.append(pointers)
+        best = scores
+    path = [max(range(len(speakers)), key=lambda speaker: best[speaker])]
+    for pointers in reversed(back):
+        path.append(pointers[path[-1]])
+    return [speakers[index] for index in reversed(path)]
+
+
+def _evidence(word: Chunk, speaker: str, turns: Sequence[Turn]) -> float:
+    """Seconds of ``word`` that ``speaker`` talks over, or minus the gap to their nearest turn."""
+    overlap, gap = 0.0, float("inf")
+    for turn in turns:
+        if turn.speaker != speaker:
+            continue
+        overlap += max(min(word.end, turn.end) - max(word.start, turn.start), 0.0)
+        gap = min(gap, max(turn.start - word.end, word.start - turn.end, 0.0))
+    return overlap if overlap > 0 else -gap
+
+
+def _boundary_before(words: Sequence[Chunk], index: int) -> bool:
+    previous = words[index - 1]
+    return previous.text.strip().endswith(SENTENCE_END) or words[index].start - previous.end >= PAUSE_IS_BOUNDARY_S
 
 
 def speaker_for(start: float, end: float, turns: Iterable[Turn]) -> str:

@@ -30,9 +30,12 @@ from diarization_utils import (
     DiarizationPipeline,
     assign_speakers,
     diarize,
+    group_by_speaker,
     load_diarization_pipeline,
+    word_speakers,
 )
 from errors import InvalidRequestError
+from transcript import group_words
 
 
 class EndpointHandler:
@@ -79,15 +82,28 @@ class EndpointHandler:
         duration = round(audio.duration, 3)
         if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
             return _response("", [], [], config.language, duration, warnings + ["no speech detected"])
-        transcript = self.recognizer.transcribe(audio.samples, config, duration, on_progress)
+        # Word-level attribution needs word times even when the client asked for segments.
+        words_needed = config.diarize and config.attribution == "word"
+        asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
+        transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress)
+        chunks = transcript.chunks
+        chunk_speakers: list[str] | None = None
         speakers = []
-        if config.diarize and self.diarization_pipeline is not None and transcript.chunks:
+        if config.diarize and self.diarization_pipeline is not None and chunks:
             turns = diarize(self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
             if not turns:
                 warnings = warnings + [f"diarization found no speaker turns; text attributed to {UNKNOWN_SPEAKER}"]
-            speakers = [segment.to_dict() for segment in assign_speakers(transcript.chunks, turns)]
-        chunks = [chunk.to_dict() for chunk in transcript.chunks]
-        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings)
+            if asr_config.return_timestamps == "word":
+                chunk_speakers = word_speakers(chunks, turns)
+                speakers = [segment.to_dict() for segment in group_by_speaker(chunks, chunk_speakers)]
+            else:
+                speakers = [segment.to_dict() for segment in assign_speakers(chunks, turns)]
+        if asr_config.return_timestamps != config.return_timestamps:
+            chunks, chunk_speakers = group_words(chunks, chunk_speakers), None
+        chunk_dicts = [chunk.to_dict() for chunk in chunks]
+        if chunk_speakers is not None:
+            chunk_dicts = [{**chunk, "speaker": speaker} for chunk, speaker in zip(chunk_dicts, chunk_speakers, strict=True)]
+        return _response(transcript.text, chunk_dicts, speakers, transcript.language, duration, warnings)
 
 
 def _response(

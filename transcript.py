@@ -70,9 +70,10 @@ MAX_PAUSE_IN_SEGMENT_S = 1.0
 MAX_SEGMENT_S = 30.0
 
 
-def group_words(words: Sequence[Chunk]) -> list[Chunk]:
+def group_words(words: Sequence[Chunk], speakers: Sequence[str] | None = None) -> list[Chunk]:
     """Join word chunks into segments the way subtitles read: a segment ends after a word
-    that ends a sentence, before a pause longer than a second, or when it reaches 30 s."""
+    that ends a sentence, before a pause longer than a second, when it reaches 30 s, and
+    (given each word's speaker) where the speaker changes."""
     segments: list[Chunk] = []
     current: list[Chunk] = []
     for index, word in enumerate(words):
@@ -80,6 +81,7 @@ def group_words(words: Sequence[Chunk]) -> list[Chunk]:
         following = words[index + 1] if index + 1 < len(words) else None
         if (
             following is None
+            or (speakers is not None and speakers[index] != speakers[index + 1])
             or word.text.strip().endswith(SENTENCE_ENDINGS)
             or following.start - word.end > MAX_PAUSE_IN_SEGMENT_S
             or following.end - current[0].start > MAX_SEGMENT_S

@@ -241,3 +241,12 @@ def test_server_settings_from_env_and_key_hidden(monkeypatch):
     monkeypatch.setenv("MAX_QUEUE", "-1")
     with pytest.raises(ValueError, match="max_queue"):
         ServerSettings()
+
+
+def test_attribution_defaults_to_words_when_diarizing():
+    assert resolve_request(InferenceConfig(), MULTILINGUAL).config.attribution == "word"
+    assert resolve_request(InferenceConfig(attribution="segment"), MULTILINGUAL).config.attribution == "segment"
+    undiarized = resolve_request(InferenceConfig(attribution="segment"), ENGLISH_ONLY)
+    assert undiarized.config.attribution is None and undiarized.warnings == ["attribution ignored: this request is not diarized"]
+    with pytest.raises(InvalidRequestError, match="attribution"):
+        parse_parameters({"attribution": "sentence"})

@@ -13,8 +13,10 @@ from diarization_utils import (
     UNKNOWN_SPEAKER,
     Turn,
     assign_speakers,
+    group_by_speaker,
     speaker_for,
     turns_from_output,
+    word_speakers,
 )
 from transcript import Chunk
 
@@ -137,3 +139,44 @@ def test_turns_from_diarize_output_prefer_exclusive():
 def test_unexpected_pipeline_output_is_named():
     with pytest.raises(TypeError, match="expected a pyannote Annotation"):
         turns_from_output([("A", 0, 1)])
+
+
+def said(*spec):
+    """Words with text and times: said((" Hello", 0, 0.4), ...)."""
+    return [Chunk(text, start, end) for text, start, end in spec]
+
+
+# Two turns overlapping from 11.0 to 11.9: A's ends, B's starts (as in the dev overlap conversation).
+A_TALKS, B_INTERRUPTS = Turn("A", 7.0, 11.9), Turn("B", 11.0, 12.5)
+
+
+def test_words_inside_an_overlap_change_speaker_at_the_sentence_end():
+    spoken = said((" it", 10.5, 10.8), (" loads.", 10.8, 11.1), (" Oh,", 11.12, 11.3), (" that", 11.3, 11.5),
+                  (" is", 11.5, 11.6), (" good", 11.8, 12.0), (" news.", 12.0, 12.4))
+    assert word_speakers(spoken, [A_TALKS, B_INTERRUPTS]) == ["A", "A", "B", "B", "B", "B", "B"]
+    # word by word, max overlap cannot tell: " Oh," " that" " is" lie wholly in both turns
+    assert [speaker_for(w.start, w.end, [A_TALKS, B_INTERRUPTS]) for w in spoken][2:5] == ["A", "A", "A"]
+
+
+def test_clear_time_evidence_beats_the_sentence_prior():
+    # no punctuation, no pause, but the turns do not overlap: the change follows the times
+    spoken = said((" one", 3.0, 3.5), (" two", 3.5, 3.9), (" three", 4.1, 4.6), (" four", 4.6, 5.0))
+    assert word_speakers(spoken, [A1, B1]) == ["A", "A", "B", "B"]
+    # a one-word interjection between two turns of another speaker keeps its own speaker
+    yes = said((" so", 1.0, 1.5), (" yes", 2.05, 2.35), (" then", 2.5, 3.0))
+    assert word_speakers(yes, [Turn("A", 0.0, 2.0), Turn("B", 2.0, 2.4), Turn("A", 2.4, 4.0)]) == ["A", "B", "A"]
+
+
+def test_word_speakers_gaps_one_speaker_and_nothing():
+    gap_word = said((" early", 0.0, 0.2), (" late", 20.0, 20.5))
+    assert word_speakers(gap_word, [Turn("A", 1.0, 2.0), Turn("B", 15.0, 18.0)]) == ["A", "B"]
+    assert word_speakers(said((" solo", 0.0, 0.5), (" talk.", 0.5, 1.0)), [Turn("S", 0.0, 1.0)]) == ["S", "S"]
+    assert word_speakers(said((" who", 0.0, 0.5)), []) == [UNKNOWN_SPEAKER]
+    assert word_speakers([], [A1]) == []
+
+
+def test_group_by_speaker_keeps_every_word_once():
+    spoken = said((" a", 0, 1), (" ", 1, 1), (" b", 1, 2), (" c", 2, 3))
+    segments = group_by_speaker(spoken, ["X", "Y", "X", "Y"])
+    assert [(s.speaker, s.text) for s in segments] == [("X", "a b"), ("Y", "c")]
+    assert_nothing_lost(spoken, segments)

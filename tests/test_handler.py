@@ -242,3 +242,52 @@ def test_duration_limit_applies_to_the_handler(tiny_models, speech_wav, monkeypa
 
     with pytest.raises(AudioTooLongError, match="limit of 2 s"):
         EndpointHandler("")({"inputs": speech_wav})
+
+
+@pytest.fixture
+def seamed(plain_handler):
+    """The ASR-only handler with the two-speaker stand-in (ALICE < 1.4 s < BOB) in the seam."""
+    from conftest import two_speakers
+
+    plain_handler.diarization_pipeline = two_speakers
+    yield plain_handler
+    plain_handler.diarization_pipeline = None
+
+
+def test_word_attribution_is_the_default_and_labels_every_word(seamed, speech_wav):
+    from diarization_utils import Turn, word_speakers
+    from transcript import Chunk
+
+    turns = [Turn("ALICE", 0.0, 1.4), Turn("BOB", 1.4, 3.0)]
+    result = seamed({"inputs": speech_wav, "parameters": {"language": "en", "return_timestamps": "word"}})
+    assert_well_formed(result, SPEECH_SECONDS)
+    assert result["chunks"] and all("speaker" in chunk for chunk in result["chunks"])
+    words = [Chunk(c["text"], *c["timestamp"]) for c in result["chunks"]]
+    assert [c["speaker"] for c in result["chunks"]] == word_speakers(words, turns)
+    labelled = [c for c in result["chunks"] if c["text"].strip()]
+    runs = [c["speaker"] for i, c in enumerate(labelled) if i == 0 or c["speaker"] != labelled[i - 1]["speaker"]]
+    assert [s["speaker"] for s in result["speakers"]] == runs, "one speaker segment per run of words"
+
+
+def test_segment_chunks_with_word_attribution_never_span_two_speakers(seamed, speech_wav):
+    words = seamed({"inputs": speech_wav, "parameters": {"language": "en", "return_timestamps": "word"}})
+    segments = seamed({"inputs": speech_wav, "parameters": {"language": "en"}})
+    assert all("speaker" not in chunk for chunk in segments["chunks"])
+    assert squash("".join(c["text"] for c in segments["chunks"])) == squash("".join(c["text"] for c in words["chunks"]))
+    assert segments["speakers"] == words["speakers"]
+    for chunk in segments["chunks"]:
+        start, end = chunk["timestamp"]
+        inside = [s["speaker"] for s in segments["speakers"] if s["timestamp"][0] <= start and end <= s["timestamp"][1]]
+        assert inside, f"chunk {chunk} crosses a speaker change"
+
+
+def test_segment_attribution_keeps_whisper_segments(seamed, speech_wav):
+    plain = seamed({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}})
+    by_segment = seamed({"inputs": speech_wav, "parameters": {"language": "en", "attribution": "segment"}})
+    assert by_segment["chunks"] == plain["chunks"] and by_segment["text"] == plain["text"]
+    assert len(by_segment["speakers"]) <= len(by_segment["chunks"])
+
+
+def test_attribution_without_diarization_is_ignored_with_a_warning(plain_handler, speech_wav):
+    result = plain_handler({"inputs": speech_wav, "parameters": {"language": "en", "attribution": "word"}})
+    assert "attribution ignored: this request is not diarized" in result["warnings"]

@@ -51,3 +51,28 @@ def test_assisted_with_timestamps_matches_greedy_and_finishes(tmp_path, monkeypa
     assert assisted["text"] == greedy["text"] and assisted["chunks"] == greedy["chunks"]
     assert "dashwood" in greedy["text"].lower()
     assert elapsed < 60, f"assisted decoding took {elapsed:.0f} s"
+
+
+@pytest.mark.skipif(not (DEV_AUDIO / "manifest.json").is_file(), reason="needs ../shared/dev-audio")
+def test_evaluation_harness_end_to_end_with_oracle_turns(tmp_path):
+    """evaluate.py on the two-speaker conversations: the issue-4 targets, on real whisper-base."""
+    import json
+
+    import evaluate
+
+    entries = [e for e in json.loads((DEV_AUDIO / "manifest.json").read_text()) if e["audio"].startswith(("conv", "goforward"))]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps([
+        {**e, **{key: str(DEV_AUDIO / e[key]) for key in ("audio", "rttm", "transcript") if e.get(key)}} for e in entries
+    ]))
+    assert evaluate.main(["--manifest", str(manifest), "--asr-model", str(MODELS / "whisper-base"), "--oracle-rttm",
+                          "--out", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    for row in report["rows"]:
+        for mode in ("word", "segment"):
+            assert row[f"handler_{mode}"]["wer"] == row[f"bare_{mode}"]["wer"], row["file"]
+            assert row[f"handler_{mode}"]["hypothesis_words"] == row[f"bare_{mode}"]["hypothesis_words"], row["file"]
+    conversations = [row for row in report["rows"] if row["file"].startswith("conv")]
+    assert report["summary"]["handler_word"]["attribution_accuracy"] >= 0.97
+    overlap = next(row for row in conversations if "overlap" in row["file"])
+    assert overlap["handler_word"]["attribution_accuracy"] > overlap["handler_segment"]["attribution_accuracy"]

@@ -1,0 +1,241 @@
+"""Evaluate transcripts and speaker attribution on a manifest, through the real handler.
+
+    python evaluate.py --manifest ../shared/dev-audio/manifest.json --asr-model DIR/whisper-base --oracle-rttm
+
+For every manifest entry this runs the handler twice (word-level and segment-level speaker
+attribution) and the bare transformers pipeline twice (word and segment timestamps) on the same
+16 kHz samples with the same greedy settings, then reports:
+
+- WER after Whisper's English normalisation, handler vs bare pipeline (equal = nothing lost);
+- hypothesis word counts, handler vs bare pipeline;
+- with speaker turns (``--oracle-rttm`` feeds the reference RTTM through the handler's
+  diarization seam; ``--diarization-model`` runs pyannote): the share of reference words given
+  the right speaker, and cpWER (meeteval), for both attribution modes;
+- DER (pyannote.metrics, collar 0) when a diarization model runs;
+- seconds per handler run, so the cost of word-level attribution is visible.
+
+Results go to ``--out`` as ``results.json`` and ``results.md`` and the table is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from scoring import (
+    Counts,
+    ManifestEntry,
+    annotation_of,
+    attribution,
+    cp_word_errors,
+    diarization_error_rate,
+    english_normaliser,
+    load_manifest,
+    word_errors,
+    words_of,
+)
+
+MODES = ("word", "segment")
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--manifest", type=Path, required=True)
+    parser.add_argument("--asr-model", required=True)
+    parser.add_argument("--assistant-model", help="loaded, and used for every handler run (assisted=true)")
+    speakers = parser.add_mutually_exclusive_group()
+    speakers.add_argument("--diarization-model", help="pyannote pipeline (Hub id or directory); DER is reported")
+    speakers.add_argument("--oracle-rttm", action="store_true", help="feed each entry's reference RTTM through the seam")
+    parser.add_argument("--language", default="en", help="for entries without their own 'language' (default: en)")
+    parser.add_argument("--out", type=Path, default=Path("eval-results"))
+    return parser.parse_args(argv)
+
+
+class Evaluation:
+    """The handler and an independent bare pipeline over the same model, scored side by side."""
+
+    def __init__(self, arguments: argparse.Namespace) -> None:
+        from transformers import pipeline
+
+        from config import ModelSettings
+        from handler import EndpointHandler
+
+        os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
+        settings = ModelSettings(
+            asr_model=arguments.asr_model,
+            assistant_model=arguments.assistant_model,
+            diarization_model=arguments.diarization_model,
+        )
+        self.handler = EndpointHandler(settings=settings)
+        self.model_pipeline = self.handler.diarization_pipeline
+        self.oracle = arguments.oracle_rttm
+        self.assisted = arguments.assistant_model is not None
+        self.default_language = arguments.language
+        recognizer = self.handler.recognizer
+        self.bare = pipeline("automatic-speech-recognition", model=arguments.asr_model, device=recognizer.device, dtype=recognizer.dtype)
+        self.multilingual = recognizer.capabilities.multilingual
+        tokenizer = recognizer.processor.tokenizer
+        self.normalise = english_normaliser(getattr(tokenizer, "english_spelling_normalizer", None))
+
+    def run(self, entry: ManifestEntry) -> dict[str, Any]:
+        from audio import SAMPLING_RATE, decode_file
+
+        data = entry.audio.read_bytes()
+        samples = decode_file(data).samples
+        language = entry.language or self.default_language
+        reference = words_of(entry.text, self.normalise)
+        row: dict[str, Any] = {"file": entry.name, "duration_s": round(len(samples) / SAMPLING_RATE, 2), "reference_words": len(reference)}
+        for timestamps in MODES:
+            bare_text = self._bare(samples, language, timestamps)
+            row[f"bare_{timestamps}"] = self._asr_scores(reference, bare_text)
+
+        diarized = self._prepare_diarization(entry)
+        for mode in MODES:
+            parameters = {"language": language, "return_timestamps": "segment", "assisted": self.assisted}
+            if self.assisted:
+                parameters["batch_size"] = 1
+            if diarized:
+                parameters["attribution"] = mode
+            else:
+                parameters["diarize"] = False
+                parameters["return_timestamps"] = mode  # the same ASR work as the diarized run would do
+            started = time.perf_counter()
+            result = self.handler({"inputs": data, "parameters": parameters})
+            seconds = time.perf_counter() - started
+            scores = {**self._asr_scores(reference, result["text"]), "seconds": round(seconds, 2)}
+            if diarized and entry.speaker_texts:
+                scores.update(self._speaker_scores(entry, result))
+            if diarized and self.model_pipeline is not None and entry.turns:
+                scores["der"] = round(diarization_error_rate(entry.turns, self._last_turns), 4)
+            row[f"handler_{mode}"] = scores
+        return row
+
+    def _bare(self, samples: Any, language: str, timestamps: str) -> str:
+        import torch
+
+        generate_kwargs: dict[str, Any] = {"num_beams": 1, "do_sample": False}
+        if self.multilingual:
+            generate_kwargs.update(language=language, task="transcribe")
+        with torch.inference_mode():
+            output = self.bare(
+                {"raw": samples, "sampling_rate": 16000}, chunk_length_s=30, batch_size=1 if self.assisted else 24,
+                return_timestamps="word" if timestamps == "word" else True, generate_kwargs=generate_kwargs,
+            )
+        return output["text"]
+
+    def _prepare_diarization(self, entry: ManifestEntry) -> bool:
+        """Point the seam at this entry's reference turns (oracle) or a recorder around pyannote."""
+        from diarization_utils import turns_from_output
+
+        if self.oracle:
+            reference = annotation_of(entry.turns)
+            self.handler.diarization_pipeline = (lambda audio, **hints: reference) if entry.turns else None
+            return bool(entry.turns)
+        if self.model_pipeline is None:
+            return False
+
+        def recorded(audio: Any, **hints: Any) -> Any:
+            output = self.model_pipeline(audio, **hints)
+            self._last_turns = turns_from_output(output)
+            return output
+
+        self.handler.diarization_pipeline = recorded
+        return True
+
+    def _asr_scores(self, reference: list[str], text: str) -> dict[str, Any]:
+        hypothesis = words_of(text, self.normalise)
+        counts = word_errors(reference, hypothesis)
+        return {"errors": counts.errors, "wer": _rounded(counts.rate), "hypothesis_words": len(hypothesis)}
+
+    def _speaker_scores(self, entry: ManifestEntry, result: dict[str, Any]) -> dict[str, Any]:
+        hypothesis_words = [(word, s["speaker"]) for s in result["speakers"] for word in words_of(s["text"], self.normalise)]
+        attributed = attribution(entry.reference_speaker_words(self.normalise), hypothesis_words)
+        by_speaker: dict[str, list[str]] = {}
+        for word, speaker in hypothesis_words:
+            by_speaker.setdefault(speaker, []).append(word)
+        cp = cp_word_errors(entry.reference_by_speaker(self.normalise), {s: " ".join(w) for s, w in by_speaker.items()})
+        return {
+            "attributed_correctly": attributed.correct,
+            "attribution_accuracy": _rounded(attributed.accuracy),
+            "cp_errors": cp.errors,
+            "cp_length": cp.length,
+            "cpwer": _rounded(cp.rate),
+        }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Overall WER per system (speech files only) and totals for attribution and cpWER."""
+    summary: dict[str, Any] = {}
+    speech = [row for row in rows if row["reference_words"]]
+    for system in ("bare_word", "bare_segment", "handler_word", "handler_segment"):
+        total = sum((Counts(row[system]["errors"], row["reference_words"]) for row in speech), Counts(0, 0))
+        summary[system] = {"wer": _rounded(total.rate), "errors": total.errors, "reference_words": total.length,
+                           "hypothesis_words": sum(row[system]["hypothesis_words"] for row in rows)}
+        attributed = [row[system] for row in rows if "attribution_accuracy" in row.get(system, {})]
+        if attributed:
+            correct = sum(scores["attributed_correctly"] for scores in attributed)
+            words = sum(row["reference_words"] for row in rows if "attribution_accuracy" in row.get(system, {}))
+            cp = sum((Counts(s["cp_errors"], s["cp_length"]) for s in attributed), Counts(0, 0))
+            summary[system].update(attribution_accuracy=_rounded(correct / words if words else None), cpwer=_rounded(cp.rate))
+    return summary
+
+
+def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    header = ("| file | s | ref words | WER handler seg / bare seg | WER handler word / bare word | words handler / bare "
+              "| attribution word / seg | cpWER word / seg | DER | s word / seg |")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for row in rows:
+        word, segment = row["handler_word"], row["handler_segment"]
+        lines.append(
+            f"| {row['file']} | {row['duration_s']} | {row['reference_words']} "
+            f"| {_percent(segment['wer'])} / {_percent(row['bare_segment']['wer'])} "
+            f"| {_percent(word['wer'])} / {_percent(row['bare_word']['wer'])} "
+            f"| {word['hypothesis_words']} / {row['bare_word']['hypothesis_words']} "
+            f"| {_percent(word.get('attribution_accuracy'))} / {_percent(segment.get('attribution_accuracy'))} "
+            f"| {_percent(word.get('cpwer'))} / {_percent(segment.get('cpwer'))} "
+            f"| {_percent(word.get('der'))} | {word['seconds']} / {segment['seconds']} |"
+        )
+    lines.append("")
+    lines.append("| overall | WER | errors / ref words | hyp words | attribution | cpWER |")
+    lines.append("|---|---|---|---|---|---|")
+    for system, scores in summary.items():
+        lines.append(
+            f"| {system} | {_percent(scores['wer'])} | {scores['errors']} / {scores['reference_words']} | {scores['hypothesis_words']} "
+            f"| {_percent(scores.get('attribution_accuracy'))} | {_percent(scores.get('cpwer'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    entries = load_manifest(arguments.manifest)
+    evaluation = Evaluation(arguments)
+    rows = []
+    for entry in entries:
+        row = evaluation.run(entry)
+        rows.append(row)
+        print(f"{entry.name}: WER handler {_percent(row['handler_word']['wer'])}, bare {_percent(row['bare_word']['wer'])}", flush=True)
+    summary = summarise(rows)
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    report = {"arguments": {k: str(v) for k, v in vars(arguments).items()}, "rows": rows, "summary": summary}
+    (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
+    table = markdown(rows, summary)
+    (arguments.out / "results.md").write_text(table)
+    print(table)
+    return 0
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
