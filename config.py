@@ -50,6 +50,10 @@ class ModelSettings(BaseSettings):
     speech_gate: bool = True  # skip Whisper on audio without speech (it hallucinates there)
     # Longer audio is refused before it is decoded in full: 3 h of 16 kHz float32 is 0.7 GB.
     max_audio_seconds: float = Field(default=3 * 3600, gt=0)
+    # assisted="auto" drafts with the assistant up to this duration, and decodes batched beyond it:
+    # speculative decoding wins while one window is decoded alone, batching wins on long audio.
+    assisted_max_seconds: float = Field(default=30.0, ge=0)
+    warmup: bool = True  # one tiny transcription at start-up, so the first request is not the slow one
 
     @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
     @classmethod
@@ -127,7 +131,8 @@ class InferenceConfig(BaseModel):
 
     task: Literal["transcribe", "translate"] = "transcribe"
     batch_size: int = Field(default=24, ge=1, le=256)
-    assisted: bool = False
+    # True/False force the choice; "auto" (the default when an assistant is loaded) picks by duration.
+    assisted: bool | Literal["auto"] | None = None
     chunk_length_s: float = Field(default=WHISPER_WINDOW_S, ge=1, le=WHISPER_WINDOW_S)
     sampling_rate: int = Field(default=16000, ge=1000, le=384000)
     language: str | None = None
@@ -233,7 +238,9 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
     warnings: list[str] = []
     updates: dict[str, Any] = {}
 
-    if config.assisted:
+    if config.assisted in (None, "auto"):
+        updates["assisted"] = "auto" if capabilities.has_assistant and config.num_beams == 1 else False
+    elif config.assisted:
         if not capabilities.has_assistant:
             raise InvalidRequestError(
                 "assisted=true needs an assistant model; set ASSISTANT_MODEL on the endpoint or send assisted=false"

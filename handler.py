@@ -6,7 +6,7 @@ the repository path, and calls it per request with the parsed body::
     {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
      "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
 
-It returns ``{"text", "chunks", "speakers", "language", "duration", "warnings"}``. A request the client can
+It returns ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``. A request the client can
 fix raises ``InvalidRequestError`` (a ``ValueError``), which Endpoints answers with a 400.
 """
 
@@ -55,6 +55,8 @@ class EndpointHandler:
         self.speech_gate = SpeechGate() if self.settings.speech_gate else None
         # One request at a time on the shared models: the pipeline and pyannote keep per-call state.
         self._lock = threading.Lock()
+        if self.settings.warmup:
+            self.recognizer.warm_up()
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -80,8 +82,9 @@ class EndpointHandler:
         on_progress: Callable[[float], None] | None,
     ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
+        config = self._decoding_for(config, duration)
         if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
-            return _response("", [], [], config.language, duration, warnings + ["no speech detected"])
+            return _response("", [], [], config.language, duration, warnings + ["no speech detected"], config)
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
@@ -103,11 +106,26 @@ class EndpointHandler:
         chunk_dicts = [chunk.to_dict() for chunk in chunks]
         if chunk_speakers is not None:
             chunk_dicts = [{**chunk, "speaker": speaker} for chunk, speaker in zip(chunk_dicts, chunk_speakers, strict=True)]
-        return _response(transcript.text, chunk_dicts, speakers, transcript.language, duration, warnings)
+        return _response(transcript.text, chunk_dicts, speakers, transcript.language, duration, warnings, config)
+
+    def _decoding_for(self, config: InferenceConfig, duration: float) -> InferenceConfig:
+        """Settle ``assisted="auto"``: the assistant for audio up to ``ASSISTED_MAX_SECONDS``
+        (one window, decoded alone, where drafting pays), batched windows beyond it."""
+        if config.assisted != "auto":
+            return config
+        if duration <= self.settings.assisted_max_seconds:
+            return config.model_copy(update={"assisted": True, "batch_size": 1})
+        return config.model_copy(update={"assisted": False})
 
 
 def _response(
-    text: str, chunks: list, speakers: list, language: str | None, duration: float, warnings: list[str]
+    text: str,
+    chunks: list,
+    speakers: list,
+    language: str | None,
+    duration: float,
+    warnings: list[str],
+    config: InferenceConfig,
 ) -> dict[str, Any]:
     return {
         "text": text,
@@ -115,5 +133,6 @@ def _response(
         "speakers": speakers,
         "language": language,
         "duration": duration,
+        "decoding": "assisted" if config.assisted else f"batched (batch_size {config.batch_size})",
         "warnings": warnings,
     }

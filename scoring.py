@@ -176,7 +176,7 @@ def load_manifest(path: Path) -> list[ManifestEntry]:
         elif transcript and not text:
             text = (root / transcript).read_text().strip()
         entries.append(ManifestEntry(
-            name=item["audio"], audio=root / item["audio"], text=text, turns=turns,
+            name=Path(item["audio"]).name, audio=root / item["audio"], text=text, turns=turns,
             speaker_texts=speaker_texts, language=item.get("language"),
         ))
     return entries

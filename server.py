@@ -220,6 +220,7 @@ class EndpointResponse(BaseModel):
     speakers: list[SpeakerSegment]
     language: str | None
     duration: float
+    decoding: str = Field(description="which path ran: 'assisted', or 'batched (batch_size N)'")
     warnings: list[str]
 
 

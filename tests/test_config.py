@@ -98,7 +98,7 @@ def test_device_and_dtype_auto():
 def test_defaults_follow_the_blog():
     config, warnings = parse_parameters(None)
     assert (config.task, config.batch_size, config.assisted, config.chunk_length_s, config.sampling_rate) == (
-        "transcribe", 24, False, 30, 16000
+        "transcribe", 24, None, 30, 16000
     )
     assert config.num_beams == 1 and config.return_timestamps == "segment" and warnings == []
 
@@ -250,3 +250,15 @@ def test_attribution_defaults_to_words_when_diarizing():
     assert undiarized.config.attribution is None and undiarized.warnings == ["attribution ignored: this request is not diarized"]
     with pytest.raises(InvalidRequestError, match="attribution"):
         parse_parameters({"attribution": "sentence"})
+
+
+def test_assisted_auto_is_the_default_with_an_assistant():
+    assert resolve_request(InferenceConfig(), MULTILINGUAL).config.assisted == "auto"
+    assert resolve_request(InferenceConfig(assisted="auto"), ENGLISH_ONLY).config.assisted is False
+    assert resolve_request(InferenceConfig(num_beams=4), MULTILINGUAL).config.assisted is False, "beam search never drafts"
+    assert resolve_request(InferenceConfig(assisted=False), MULTILINGUAL).config.assisted is False
+    forced = resolve_request(InferenceConfig(assisted=True), MULTILINGUAL)
+    assert forced.config.assisted is True and forced.config.batch_size == 1
+    with pytest.raises(InvalidRequestError, match="assisted"):
+        parse_parameters({"assisted": "sometimes"})
+    assert ModelSettings().assisted_max_seconds == 30.0

@@ -291,3 +291,28 @@ def test_segment_attribution_keeps_whisper_segments(seamed, speech_wav):
 def test_attribution_without_diarization_is_ignored_with_a_warning(plain_handler, speech_wav):
     result = plain_handler({"inputs": speech_wav, "parameters": {"language": "en", "attribution": "word"}})
     assert "attribution ignored: this request is not diarized" in result["warnings"]
+
+
+def test_auto_drafts_short_audio_and_batches_long_audio(handler, speech_wav, monkeypatch):
+    short = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}})
+    assert short["decoding"] == "assisted" and short["warnings"] == [], "auto lowers batch_size without a warning"
+    monkeypatch.setattr(handler.settings, "assisted_max_seconds", 2.0)
+    long = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}})
+    assert long["decoding"] == "batched (batch_size 24)"
+    assert long["text"] == short["text"], "assisted decoding is token-identical to greedy"
+    forced = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False, "assisted": True}})
+    assert forced["decoding"] == "assisted"
+    plain = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False, "assisted": False}})
+    assert plain["decoding"] == "batched (batch_size 24)"
+
+
+def test_warm_up_runs_at_start_up_unless_disabled(tiny_models, monkeypatch):
+    from asr import SpeechRecognizer
+
+    calls = []
+    monkeypatch.setattr(SpeechRecognizer, "warm_up", lambda self: calls.append(self))
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper_en"]))
+    EndpointHandler("")
+    monkeypatch.setenv("WARMUP", "false")
+    EndpointHandler("")
+    assert len(calls) == 1

@@ -1,0 +1,46 @@
+"""evaluate.py end to end on tiny models: the harness's plumbing, both diarization sources."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import evaluate
+
+
+@pytest.fixture
+def manifest(tmp_path, speech_wav):
+    (tmp_path / "clip.wav").write_bytes(speech_wav)
+    (tmp_path / "clip.rttm").write_text(
+        "SPEAKER clip 1 0.000 1.400 <NA> <NA> A <NA> <NA>\nSPEAKER clip 1 1.400 1.386 <NA> <NA> B <NA> <NA>\n"
+    )
+    (tmp_path / "clip.json").write_text(json.dumps([
+        {"speaker": "A", "start": 0.0, "end": 1.4, "text": "Go forward"},
+        {"speaker": "B", "start": 1.4, "end": 2.786, "text": "ten meters"},
+    ]))
+    (tmp_path / "manifest.json").write_text(json.dumps([
+        {"audio": "clip.wav", "rttm": "clip.rttm", "transcript": "clip.json", "transcript_format": "turns_json"},
+        {"audio": "clip.wav", "text": "go forward ten meters"},
+    ]))
+    return tmp_path / "manifest.json"
+
+
+@pytest.mark.parametrize("speakers", ["oracle", "model"])
+def test_harness_writes_scores_for_every_entry(manifest, tiny_models, tiny_pyannote, tmp_path, speakers):
+    source = ["--oracle-rttm"] if speakers == "oracle" else ["--diarization-model", str(tiny_pyannote)]
+    out = tmp_path / f"out-{speakers}"
+    assert evaluate.main(["--manifest", str(manifest), "--asr-model", str(tiny_models["whisper"]), *source, "--out", str(out)]) == 0
+    report = json.loads((out / "results.json").read_text())
+    diarized, plain = report["rows"]
+    for row in report["rows"]:
+        assert row["reference_words"] == 4
+        for mode in ("word", "segment"):
+            # the handler adds nothing to and loses nothing from the bare pipeline's transcript
+            assert row[f"handler_{mode}"]["hypothesis_words"] == row[f"bare_{mode}"]["hypothesis_words"]
+            assert row[f"handler_{mode}"]["wer"] == row[f"bare_{mode}"]["wer"]
+    assert 0.0 <= diarized["handler_word"]["attribution_accuracy"] <= 1.0 and "cpwer" in diarized["handler_segment"]
+    assert "attribution_accuracy" not in plain["handler_word"]
+    assert ("der" in diarized["handler_word"]) == (speakers == "model")
+    table = (out / "results.md").read_text()
+    assert table.count("| clip.wav |") == 2 and "| handler_word |" in table
