@@ -115,6 +115,8 @@ def from_array(samples: Any, sampling_rate: Any) -> DecodedAudio:
         raise InvalidRequestError("the audio array contains NaN or infinite values")
     if sampling_rate != SAMPLING_RATE:
         array = _resample(array, sampling_rate)
+        if array.size == 0:
+            raise InvalidRequestError(f"the audio array is too short to resample from {sampling_rate} Hz (send at least a few ms)")
     return DecodedAudio(np.ascontiguousarray(array, dtype=np.float32))
 
 

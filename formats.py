@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 OutputFormat = Literal["json", "txt", "srt", "vtt"]
 OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt")
+MAX_SECONDS = 1e7  # about 115 days: any real timestamp fits, and milliseconds stay exact integers
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,7 @@ def to_txt(cues: Sequence[Cue]) -> str:
 
 def to_srt(cues: Sequence[Cue]) -> str:
     """SubRip: numbered cues, ``HH:MM:SS,mmm`` times, a blank line after each cue."""
-    blocks = [
-        f"{number}\n{timestamp(cue.start, ',')} --> {timestamp(_end_after_start(cue), ',')}\n{_labelled(cue)}\n"
-        for number, cue in enumerate(cues, start=1)
-    ]
+    blocks = [f"{number}\n{_timing(cue, ',')}\n{_labelled(cue)}\n" for number, cue in enumerate(cues, start=1)]
     return "\n".join(blocks)
 
 
@@ -81,34 +79,43 @@ def to_vtt(cues: Sequence[Cue]) -> str:
         text = _vtt_escape(_one_line(cue.text))
         if cue.speaker:
             text = f"<v {_vtt_escape(cue.speaker)}>{text}</v>"
-        blocks.append(f"{timestamp(cue.start, '.')} --> {timestamp(_end_after_start(cue), '.')}\n{text}\n")
+        blocks.append(f"{_timing(cue, '.')}\n{text}\n")
     return "\n".join(blocks)
 
 
 def timestamp(seconds: float, decimal_marker: str) -> str:
     """``HH:MM:SS<marker>mmm``, rounded to the millisecond; hours grow past 99 if they must."""
-    milliseconds = round(_seconds(seconds) * 1000)
+    return _clock(_milliseconds(seconds), decimal_marker)
+
+
+def _clock(milliseconds: int, decimal_marker: str) -> str:
     hours, rest = divmod(milliseconds, 3_600_000)
     minutes, rest = divmod(rest, 60_000)
     whole_seconds, milliseconds = divmod(rest, 1000)
     return f"{hours:02d}:{minutes:02d}:{whole_seconds:02d}{decimal_marker}{milliseconds:03d}"
 
 
-def _end_after_start(cue: Cue) -> float:
-    """Players skip a cue whose end is not after its start; give instants a visible millisecond."""
-    if round(cue.end * 1000) <= round(cue.start * 1000):
-        return cue.start + 0.001
-    return cue.end
+def _timing(cue: Cue, decimal_marker: str) -> str:
+    """The cue's timing line. Players skip a cue whose end is not after its start, so an instant
+    (or an end that rounds onto its start) gets one visible millisecond, counted in integers."""
+    start = _milliseconds(cue.start)
+    end = max(_milliseconds(cue.end), start + 1)
+    return f"{_clock(start, decimal_marker)} --> {_clock(end, decimal_marker)}"
+
+
+def _milliseconds(seconds: float) -> int:
+    return round(_seconds(seconds) * 1000)
 
 
 def _seconds(value: Any, default: float = 0.0) -> float:
-    """A usable time: numbers pass, ``None``/NaN take ``default``, negatives become 0."""
+    """A usable time: numbers pass (up to ``MAX_SECONDS``), ``None``/NaN/infinity take ``default``,
+    negatives become 0."""
     if value is None or isinstance(value, bool):
-        return max(default, 0.0)
+        return min(max(default, 0.0), MAX_SECONDS)
     number = float(value)
     if not math.isfinite(number):
-        return max(default, 0.0)
-    return max(number, 0.0)
+        return min(max(default, 0.0), MAX_SECONDS)
+    return min(max(number, 0.0), MAX_SECONDS)
 
 
 def _labelled(cue: Cue) -> str:

@@ -13,6 +13,7 @@ fix raises ``InvalidRequestError`` (a ``ValueError``), which Endpoints answers w
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -25,6 +26,7 @@ from config import (
     parse_parameters,
     resolve_request,
 )
+from decoding_policy import DecodingPolicy
 from diarization_utils import (
     UNKNOWN_SPEAKER,
     DiarizationPipeline,
@@ -55,6 +57,7 @@ class EndpointHandler:
         self.speech_gate = SpeechGate() if self.settings.speech_gate else None
         # One request at a time on the shared models: the pipeline and pyannote keep per-call state.
         self._lock = threading.Lock()
+        self.decoding_policy = DecodingPolicy(self.settings.assisted_max_seconds)
         if self.settings.warmup:
             self.recognizer.warm_up()
 
@@ -82,13 +85,17 @@ class EndpointHandler:
         on_progress: Callable[[float], None] | None,
     ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
+        auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
         if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
             return _response("", [], [], config.language, duration, warnings + ["no speech detected"], config)
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
+        started = time.perf_counter()
         transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress)
+        if auto:
+            self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
         chunks = transcript.chunks
         chunk_speakers: list[str] | None = None
         speakers = []
@@ -109,11 +116,10 @@ class EndpointHandler:
         return _response(transcript.text, chunk_dicts, speakers, transcript.language, duration, warnings, config)
 
     def _decoding_for(self, config: InferenceConfig, duration: float) -> InferenceConfig:
-        """Settle ``assisted="auto"``: the assistant for audio up to ``ASSISTED_MAX_SECONDS``
-        (one window, decoded alone, where drafting pays), batched windows beyond it."""
+        """Settle ``assisted="auto"`` with the decoding policy (see ``decoding_policy.py``)."""
         if config.assisted != "auto":
             return config
-        if duration <= self.settings.assisted_max_seconds:
+        if self.decoding_policy.choose(duration):
             return config.model_copy(update={"assisted": True, "batch_size": 1})
         return config.model_copy(update={"assisted": False})
 

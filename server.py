@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import time
+import traceback
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -76,6 +77,7 @@ class InferenceQueue:
 
     def __init__(self, handler: Handler, settings: ServerSettings) -> None:
         self.handler = handler
+        self.redact = SecretRedactor(handler.settings, settings)
         self.max_queue = settings.max_queue
         self.timeout_s = settings.request_timeout_s
         self.pending = 0  # running + waiting; touched only on the event loop
@@ -116,13 +118,27 @@ class InferenceQueue:
         except (InvalidRequestError, ServiceError):
             raise
         except Exception as error:  # a bug or a device failure: log it here, tell the client little
-            logger.error("inference failed: %s: %s", type(error).__name__, error, exc_info=error)
-            raise ServiceError(500, "internal error while processing the audio; the server log has the details") from None
+            logger.error("inference failed: %s", self.redact("".join(traceback.format_exception(error))))
+            raise ServiceError(500, "internal error while processing the audio; the server log has the details") from error
         finally:
             self._recent_seconds.append(time.monotonic() - started)
 
     def _finished(self, _future: asyncio.Future) -> None:
         self.pending -= 1
+
+
+class SecretRedactor:
+    """Blanks the configured secrets out of text bound for the log: an exception message (from
+    our code or a library's) may quote a token, and a traceback quotes the message."""
+
+    def __init__(self, *settings: Any) -> None:
+        secrets = (getattr(each, name, None) for each in settings for name in ("hf_token", "api_key"))
+        self._secrets = [secret.get_secret_value() for secret in secrets if secret is not None]
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
 
 class BodySizeLimit:
@@ -284,7 +300,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
-    _add_error_handlers(app)
+    _add_error_handlers(app, SecretRedactor(settings))
 
     async def infer(request: Request, data: dict[str, Any]) -> dict[str, Any]:
         queue: InferenceQueue = request.app.state.queue
@@ -470,7 +486,7 @@ def _parameters_field(value: Any) -> dict[str, Any]:
     return parameters
 
 
-def _add_error_handlers(app: FastAPI) -> None:
+def _add_error_handlers(app: FastAPI, redact: Callable[[str], str]) -> None:
     def on(error_type: type[Exception]) -> Callable[[Callable[..., JSONResponse]], Callable[..., Awaitable[JSONResponse]]]:
         def register(build: Callable[..., JSONResponse]) -> Callable[..., Awaitable[JSONResponse]]:
             async def handle(request: Request, error: Any) -> JSONResponse:
@@ -506,7 +522,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @on(Exception)
     def unexpected(path: str, error: Exception) -> JSONResponse:
-        logger.error("request to %s failed: %s: %s", path, type(error).__name__, error, exc_info=error)
+        logger.error("request to %s failed: %s", path, redact("".join(traceback.format_exception(error))))
         return error_response(path, 500, "internal error while processing the request; the server log has the details")
 
 

@@ -159,3 +159,10 @@ def test_duration_limit_holds_when_the_header_understates_the_length():
 
 def test_too_long_is_an_invalid_request():
     assert issubclass(AudioTooLongError, InvalidRequestError)
+
+
+def test_a_few_samples_at_another_rate_are_refused_not_returned_empty():
+    """Found by tests/test_fuzz.py: one sample at 48 kHz resamples to nothing."""
+    for rate in (1000, 48000, 384000):
+        with pytest.raises(InvalidRequestError, match="too short to resample"):
+            decode_inputs({"array": [0.5], "sampling_rate": rate})

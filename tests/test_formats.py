@@ -128,3 +128,11 @@ def test_empty_transcript_renders_valid_empty_documents():
 
 def test_txt_writer_labels_only_diarized_cues():
     assert to_txt([Cue(0, 1, "hi", "A"), Cue(1, 2, "there")]) == "A: hi\nthere\n"
+
+
+def test_found_by_fuzzing_rounding_and_huge_times():
+    """An end that rounds onto its start still gets a later end; absurd times stay writable."""
+    close = list(srt.parse(to_srt([Cue(0.0015, 0.0016, "x"), Cue(0.0025, 0.0025, "y")])))
+    assert all(s.end > s.start for s in close)
+    huge = to_vtt([Cue(1e308, 1e308, "far")])
+    assert "-->" in huge and len(list(webvtt.from_buffer(io.StringIO(huge)))) == 1

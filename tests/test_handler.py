@@ -293,17 +293,22 @@ def test_attribution_without_diarization_is_ignored_with_a_warning(plain_handler
     assert "attribution ignored: this request is not diarized" in result["warnings"]
 
 
-def test_auto_drafts_short_audio_and_batches_long_audio(handler, speech_wav, monkeypatch):
-    short = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}})
-    assert short["decoding"] == "assisted" and short["warnings"] == [], "auto lowers batch_size without a warning"
-    monkeypatch.setattr(handler.settings, "assisted_max_seconds", 2.0)
-    long = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}})
-    assert long["decoding"] == "batched (batch_size 24)"
-    assert long["text"] == short["text"], "assisted decoding is token-identical to greedy"
-    forced = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False, "assisted": True}})
+def test_auto_tries_both_paths_then_keeps_the_faster(handler, speech_wav, monkeypatch):
+    from decoding_policy import DecodingPolicy
+
+    monkeypatch.setattr(handler, "decoding_policy", DecodingPolicy(30.0))
+    request = {"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}}
+    first, second, third = (handler(request) for _ in range(3))
+    assert (first["decoding"], second["decoding"]) == ("assisted", "batched (batch_size 24)")
+    rates = handler.decoding_policy.snapshot()
+    faster = "assisted" if rates["assisted"] < rates["batched"] else "batched (batch_size 24)"
+    assert third["decoding"] == faster and first["warnings"] == [], "auto lowers batch_size without a warning"
+    assert first["text"] == second["text"] == third["text"], "assisted decoding is token-identical to greedy"
+
+    monkeypatch.setattr(handler, "decoding_policy", DecodingPolicy(2.0))  # the clip is 2.8 s: beyond the regime
+    assert handler(request)["decoding"] == "batched (batch_size 24)"
+    forced = handler({**request, "parameters": {**request["parameters"], "assisted": True}})
     assert forced["decoding"] == "assisted"
-    plain = handler({"inputs": speech_wav, "parameters": {"language": "en", "diarize": False, "assisted": False}})
-    assert plain["decoding"] == "batched (batch_size 24)"
 
 
 def test_warm_up_runs_at_start_up_unless_disabled(tiny_models, monkeypatch):
