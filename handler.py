@@ -30,6 +30,7 @@ from decoding_policy import DecodingPolicy
 from diarization_utils import (
     UNKNOWN_SPEAKER,
     DiarizationPipeline,
+    SpeakerSegment,
     assign_speakers,
     diarize,
     group_by_speaker,
@@ -37,7 +38,7 @@ from diarization_utils import (
     word_speakers,
 )
 from errors import InvalidRequestError
-from transcript import group_words
+from transcript import Chunk, group_words
 
 
 class EndpointHandler:
@@ -96,24 +97,36 @@ class EndpointHandler:
         transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress)
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
-        chunks = transcript.chunks
+        chunks, speakers, warnings = self._attribute(audio, transcript.chunks, config, asr_config, warnings)
+        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, config)
+
+    def _attribute(
+        self,
+        audio: DecodedAudio,
+        chunks: list[Chunk],
+        config: InferenceConfig,
+        asr_config: InferenceConfig,
+        warnings: list[str],
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        """Speakers for the transcript, and the chunks in the granularity the client asked for:
+        words labelled one by one (word-level attribution) or Whisper's segments attributed whole."""
         chunk_speakers: list[str] | None = None
-        speakers = []
+        speakers: list[SpeakerSegment] = []
         if config.diarize and self.diarization_pipeline is not None and chunks:
             turns = diarize(self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
             if not turns:
                 warnings = warnings + [f"diarization found no speaker turns; text attributed to {UNKNOWN_SPEAKER}"]
             if asr_config.return_timestamps == "word":
                 chunk_speakers = word_speakers(chunks, turns)
-                speakers = [segment.to_dict() for segment in group_by_speaker(chunks, chunk_speakers)]
+                speakers = group_by_speaker(chunks, chunk_speakers)
             else:
-                speakers = [segment.to_dict() for segment in assign_speakers(chunks, turns)]
-        if asr_config.return_timestamps != config.return_timestamps:
+                speakers = assign_speakers(chunks, turns)
+        if asr_config.return_timestamps != config.return_timestamps:  # words were only for attribution
             chunks, chunk_speakers = group_words(chunks, chunk_speakers), None
         chunk_dicts = [chunk.to_dict() for chunk in chunks]
         if chunk_speakers is not None:
             chunk_dicts = [{**chunk, "speaker": speaker} for chunk, speaker in zip(chunk_dicts, chunk_speakers, strict=True)]
-        return _response(transcript.text, chunk_dicts, speakers, transcript.language, duration, warnings, config)
+        return chunk_dicts, [segment.to_dict() for segment in speakers], warnings
 
     def _decoding_for(self, config: InferenceConfig, duration: float) -> InferenceConfig:
         """Settle ``assisted="auto"`` with the decoding policy (see ``decoding_policy.py``)."""
