@@ -10,6 +10,7 @@ so on real speech it costs a few milliseconds.
 from __future__ import annotations
 
 import threading
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -20,18 +21,26 @@ BLOCK_S = 30.0  # scan in Whisper-window-sized blocks; most speech is found in t
 MIN_SPEECH_MS = 250
 
 
+def _import_silero_vad() -> ModuleType:
+    """``silero_vad`` calls ``torch.set_num_threads(1)`` when imported (6.2.3): every model in the
+    process, Whisper and pyannote included, would then run on one core. Keep the count we had."""
+    threads = torch.get_num_threads()
+    import silero_vad
+
+    torch.set_num_threads(threads)
+    return silero_vad
+
+
 class SpeechGate:
     """Silero VAD behind a lock: the model carries recurrent state between calls."""
 
     def __init__(self) -> None:
-        from silero_vad import load_silero_vad
-
-        self._model = load_silero_vad()
+        self._silero = _import_silero_vad()
+        self._model = self._silero.load_silero_vad()
         self._lock = threading.Lock()
 
     def contains_speech(self, samples: np.ndarray) -> bool:
-        from silero_vad import get_speech_timestamps
-
+        get_speech_timestamps = self._silero.get_speech_timestamps
         block = int(BLOCK_S * SAMPLING_RATE)
         with self._lock, torch.inference_mode():
             for start in range(0, len(samples), block):

@@ -35,3 +35,19 @@ def test_white_and_pink_noise_are_stopped(gate):
     pink = np.fft.irfft(spectrum / np.sqrt(np.arange(1, len(spectrum) + 1)), n=16000 * 10)
     for noise in (white, pink):
         assert not gate.contains_speech((0.3 * noise / np.abs(noise).max()).astype(np.float32))
+
+
+def test_loading_the_gate_keeps_torch_threads():
+    """silero_vad sets torch to one thread on import; the gate must not let that slow Whisper down.
+    A fresh interpreter, because the import happens once per process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import torch; torch.set_num_threads(2); from speech_gate import SpeechGate; SpeechGate(); "
+        "print(torch.get_num_threads())"
+    )
+    root = Path(__file__).resolve().parent.parent
+    completed = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert completed.stdout.strip().splitlines()[-1] == "2"
