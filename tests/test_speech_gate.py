@@ -45,8 +45,8 @@ def test_loading_the_gate_keeps_torch_threads():
     from pathlib import Path
 
     code = (
-        "import torch; torch.set_num_threads(2); from speech_gate import SpeechGate; SpeechGate(); "
-        "print(torch.get_num_threads())"
+        "import numpy, torch; torch.set_num_threads(2); from speech_gate import SpeechGate; "
+        "SpeechGate().contains_speech(numpy.zeros(16000, dtype=numpy.float32)); print(torch.get_num_threads())"
     )
     root = Path(__file__).resolve().parent.parent
     completed = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
