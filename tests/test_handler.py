@@ -321,3 +321,23 @@ def test_warm_up_runs_at_start_up_unless_disabled(tiny_models, monkeypatch):
     monkeypatch.setenv("WARMUP", "false")
     EndpointHandler("")
     assert len(calls) == 1
+
+
+def test_diarization_runs_beside_asr_in_its_own_thread(plain_handler, speech_wav):
+    import threading
+
+    from conftest import two_speakers
+
+    seen = {}
+
+    def recording(audio, **hints):
+        seen["thread"] = threading.current_thread().name
+        return two_speakers(audio, **hints)
+
+    plain_handler.diarization_pipeline = recording
+    try:
+        result = plain_handler({"inputs": speech_wav, "parameters": {"language": "en"}})
+    finally:
+        plain_handler.diarization_pipeline = None
+    assert seen["thread"].startswith("diarization") and seen["thread"] != threading.current_thread().name
+    assert {segment["speaker"] for segment in result["speakers"]} <= {"ALICE", "BOB"} and result["speakers"]
