@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from transcript import Chunk, joined_text
+from transcript import SENTENCE_ENDINGS, Chunk, joined_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -142,7 +142,6 @@ def group_by_speaker(chunks: Sequence[Chunk], speakers: Sequence[str]) -> list[S
     return segments
 
 
-SENTENCE_END = (".", "?", "!", "…", "。", "？", "！")
 MID_SENTENCE_SWITCH_S = 0.05  # evidence (seconds of overlap) a speaker change inside a sentence must beat
 SWITCH_S = 0.01  # any change costs a little, so equal evidence keeps the current speaker
 PAUSE_IS_BOUNDARY_S = 0.5
@@ -195,7 +194,7 @@ def _evidence(word: Chunk, speaker: str, turns: Sequence[Turn]) -> float:
 
 def _boundary_before(words: Sequence[Chunk], index: int) -> bool:
     previous = words[index - 1]
-    return previous.text.strip().endswith(SENTENCE_END) or words[index].start - previous.end >= PAUSE_IS_BOUNDARY_S
+    return previous.text.strip().endswith(SENTENCE_ENDINGS) or words[index].start - previous.end >= PAUSE_IS_BOUNDARY_S
 
 
 def speaker_for(start: float, end: float, turns: Iterable[Turn]) -> str:

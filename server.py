@@ -75,9 +75,9 @@ class ServiceError(Exception):
 class InferenceQueue:
     """Runs handler calls off the event loop; admits one running and ``max_queue`` waiting."""
 
-    def __init__(self, handler: Handler, settings: ServerSettings) -> None:
+    def __init__(self, handler: Handler, settings: ServerSettings, redact: Callable[[str], str]) -> None:
         self.handler = handler
-        self.redact = SecretRedactor(handler.settings, settings)
+        self.redact = redact
         self.max_queue = settings.max_queue
         self.timeout_s = settings.request_timeout_s
         self.pending = 0  # running + waiting; touched only on the event loop
@@ -289,7 +289,8 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         else:
             handler = load_handler()
         app.state.handler = handler
-        app.state.queue = InferenceQueue(handler, settings)
+        app.state.redact = SecretRedactor(handler.settings, settings)
+        app.state.queue = InferenceQueue(handler, settings, app.state.redact)
         logger.info("ready: ASR %s, auth %s", handler.settings.asr_model, "on" if settings.api_key else "off")
         yield
         app.state.queue.close()
@@ -300,7 +301,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
-    _add_error_handlers(app, SecretRedactor(settings))
+    _add_error_handlers(app, settings)
 
     async def infer(request: Request, data: dict[str, Any]) -> dict[str, Any]:
         queue: InferenceQueue = request.app.state.queue
@@ -486,7 +487,7 @@ def _parameters_field(value: Any) -> dict[str, Any]:
     return parameters
 
 
-def _add_error_handlers(app: FastAPI, redact: Callable[[str], str]) -> None:
+def _add_error_handlers(app: FastAPI, settings: ServerSettings) -> None:
     def on(error_type: type[Exception]) -> Callable[[Callable[..., JSONResponse]], Callable[..., Awaitable[JSONResponse]]]:
         def register(build: Callable[..., JSONResponse]) -> Callable[..., Awaitable[JSONResponse]]:
             async def handle(request: Request, error: Any) -> JSONResponse:
@@ -520,10 +521,14 @@ def _add_error_handlers(app: FastAPI, redact: Callable[[str], str]) -> None:
     def http_error(path: str, error: StarletteHTTPException) -> JSONResponse:
         return error_response(path, error.status_code, str(error.detail), getattr(error, "headers", None))
 
-    @on(Exception)
-    def unexpected(path: str, error: Exception) -> JSONResponse:
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        # the redactor knows HF_TOKEN only once the models are loaded; API_KEY from the start
+        redact = getattr(request.app.state, "redact", None) or SecretRedactor(settings)
+        path = request.url.path
         logger.error("request to %s failed: %s", path, redact("".join(traceback.format_exception(error))))
         return error_response(path, 500, "internal error while processing the request; the server log has the details")
+
+    app.add_exception_handler(Exception, unexpected)
 
 
 app = create_app()
