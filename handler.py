@@ -96,8 +96,8 @@ class EndpointHandler:
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
-        # Diarization runs beside ASR: measured on 2 CPU cores (59-s conversation, full-size embedding
-        # model) 54.7 s overlapped against 66.2 s one after the other.
+        # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
+        # 52.9 s overlapped against 59.0 s one after the other (bench/diarization_overlap.py).
         diarization = (
             self._diarizer.submit(diarize, self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
             if config.diarize and self.diarization_pipeline is not None
