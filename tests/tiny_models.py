@@ -220,3 +220,20 @@ def _save_plda(directory: Path, embedding_dim: int, lda_dim: int = 16) -> None:
         tr=np.eye(lda_dim) + 0.1 * generator.normal(size=(lda_dim, lda_dim)),
         psi=generator.uniform(0.5, 2.0, size=lda_dim),
     )
+
+
+def build_campplus_weights(path: Path, seed: int = 0) -> Path:
+    """A random CAM++ state dict saved as 3D-Speaker saves it (``xvector.dense.*`` keys), with
+    non-trivial batch-norm statistics so a mix-up of layers would show."""
+    from embedded_models.campplus import CamPlusPlus
+
+    torch.manual_seed(seed)
+    model = CamPlusPlus().eval()
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            module.running_mean.uniform_(-0.1, 0.1)
+            module.running_var.uniform_(0.5, 1.5)
+    state = {("xvector." + key if key.startswith("dense.") else key): value for key, value in model.state_dict().items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    return path
