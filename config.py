@@ -28,15 +28,20 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import InvalidRequestError
 
-DEFAULT_ASR_MODEL = "openai/whisper-large-v3"
+DEFAULT_ASR_MODEL = "openai/whisper-large-v3"  # the Endpoints handler's default (GPU instances)
+# The CLI's and self-hosted server's defaults: embedded models (models.py), no Hub account needed.
+SELF_HOSTED_ASR_MODEL = "whisper-base"
+SELF_HOSTED_DIARIZATION_MODEL = "pyannote-campplus"
+DISABLED = ("none", "off", "false")  # DIARIZATION_MODEL=none turns the self-hosted default off
 WHISPER_WINDOW_S = 30.0  # Whisper's encoder sees at most 30 s; longer chunks cannot be decoded
 
 
 class ModelSettings(BaseSettings):
     """Which models the endpoint loads, from environment variables (case-insensitive).
 
-    Values may be Hub ids or local directories. Empty strings count as unset, because the
-    Inference Endpoints UI sends empty env vars for fields a user cleared.
+    Values may be Hub ids, local directories or embedded model names (``models.py``). Empty
+    strings and ``none`` count as unset, because the Inference Endpoints UI sends empty env
+    vars for fields a user cleared.
     """
 
     model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
@@ -58,7 +63,7 @@ class ModelSettings(BaseSettings):
     @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value
+        return None if isinstance(value, str) and value.strip().lower() in ("", *DISABLED) else value
 
     @field_validator("asr_model", "device", "dtype", mode="before")
     @classmethod
@@ -79,6 +84,15 @@ class ModelSettings(BaseSettings):
         if "asr_model" not in settings.model_fields_set and is_whisper_checkpoint(repository_path):
             settings = settings.model_copy(update={"asr_model": str(repository_path)})
         return settings
+
+    @classmethod
+    def self_hosted(cls) -> ModelSettings:
+        """Settings for the CLI and the self-hosted server: what the environment sets, and the
+        embedded ``whisper-base`` and diarization pipeline for what it leaves unset, so a machine
+        without a Hub account or access transcribes and diarizes out of the box."""
+        settings = cls()
+        defaults = {"asr_model": SELF_HOSTED_ASR_MODEL, "diarization_model": SELF_HOSTED_DIARIZATION_MODEL}
+        return settings.model_copy(update={name: value for name, value in defaults.items() if name not in settings.model_fields_set})
 
     def resolved_device(self, cuda_available: bool) -> str:
         """``auto`` means the first GPU when there is one, otherwise the CPU."""

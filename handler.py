@@ -49,10 +49,11 @@ class EndpointHandler:
     def __init__(self, path: str = "", settings: ModelSettings | None = None) -> None:
         """``settings`` defaults to the environment (what Inference Endpoints passes); the CLI
         and server pass their own to load only what they were asked for."""
+        import models
         from asr import SpeechRecognizer
         from speech_gate import SpeechGate
 
-        self.settings = settings if settings is not None else ModelSettings.for_repository(path)
+        self.settings = models.prepare(settings if settings is not None else ModelSettings.for_repository(path))
         self.recognizer = SpeechRecognizer(self.settings)
         self.diarization_pipeline: DiarizationPipeline | None = (
             load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None

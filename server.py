@@ -1,7 +1,10 @@
 """Self-hosted server: the Inference Endpoints contract and the OpenAI audio API, one set of models.
 
-    ASR_MODEL=openai/whisper-large-v3 DIARIZATION_MODEL=pyannote/speaker-diarization-community-1 \
-        uvicorn server:app --host 0.0.0.0 --port 8000
+    uvicorn server:app --host 0.0.0.0 --port 8000
+
+Unset, ``ASR_MODEL`` and ``DIARIZATION_MODEL`` are the embedded ``whisper-base`` and
+``pyannote-campplus`` (``models.py``; no Hub needed); set them to Hub ids or folders, or
+``DIARIZATION_MODEL=none``, to change that.
 
 Routes: ``POST /`` and ``/predict`` (the handler's payload as JSON, a raw ``audio/*`` body with
 parameters in the query string, or multipart ``file`` + ``parameters``), ``POST
@@ -276,18 +279,50 @@ def error_response(path: str, status: int, message: str, headers: dict[str, str]
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+class ModelLoadError(RuntimeError):
+    """The models could not load; the message says why and what to do."""
+
+
+def _load_self_hosted_handler() -> Handler:
+    from config import ModelSettings
+    from handler import EndpointHandler
+
+    return EndpointHandler(settings=ModelSettings.self_hosted())
+
+
+class StartupFailureInOneLine:
+    """ASGI middleware: a ``ModelLoadError`` at start-up reaches uvicorn's log as its one-line
+    message instead of Starlette's formatted traceback; other start-up failures keep theirs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def shortened(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                last_line = (message.get("message") or "").strip().splitlines()[-1:] or [""]
+                prefix = f"{ModelLoadError.__module__}.{ModelLoadError.__name__}: "
+                if last_line[0].startswith(prefix):
+                    message = {**message, "message": last_line[0].removeprefix(prefix)}
+            await send(message)
+
+        await self.app(scope, receive, shortened)
+
+
 def create_app(load_handler: Callable[[], Handler] | None = None, settings: ServerSettings | None = None) -> FastAPI:
     """The ASGI app; models load in the lifespan (before the first request is accepted)."""
     settings = settings or ServerSettings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if load_handler is None:
-            from handler import EndpointHandler
-
-            handler: Handler = EndpointHandler()
-        else:
-            handler = load_handler()
+        try:
+            handler = load_handler() if load_handler is not None else _load_self_hosted_handler()
+        except (OSError, RuntimeError, ValueError) as error:  # a model that cannot load: say why, in one line
+            raise ModelLoadError(f"could not load the models: {error}") from error
         app.state.handler = handler
         app.state.redact = SecretRedactor(handler.settings, settings)
         app.state.queue = InferenceQueue(handler, settings, app.state.redact)
@@ -301,6 +336,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(StartupFailureInOneLine)
     _add_error_handlers(app, settings)
 
     async def infer(request: Request, data: dict[str, Any]) -> dict[str, Any]:

@@ -26,9 +26,12 @@ SETTINGS_ENV = (
 
 @pytest.fixture(autouse=True)
 def clean_settings_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts without the endpoint's env vars, whatever the developer's shell has."""
+    """Each test starts without the endpoint's env vars, whatever the developer's shell has, and
+    with the CLI's and server's embedded diarization default off (``DIARIZATION_MODEL=none``):
+    only the tests that ask for real weights (test_embedded_real.py) load them."""
     for name in SETTINGS_ENV:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DIARIZATION_MODEL", "none")
 
 
 @pytest.fixture(scope="session")

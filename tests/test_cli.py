@@ -68,6 +68,11 @@ def test_missing_models_are_reported_before_any_file(tiny_models, audio_files, m
         cli.main([str(audio_files["good"]), "--assistant"])
     assert cli.main([str(audio_files["good"]), "--asr-model", str(audio_files["good"].parent / "nowhere")]) == cli.EXIT_NOT_STARTED
     assert "could not load the models" in capsys.readouterr().err
+    # no Hub here (HF_HUB_OFFLINE=1): one line naming the embedded alternative, in seconds
+    assert cli.main([str(audio_files["good"]), "--asr-model", "openai/whisper-never-cached"]) == cli.EXIT_NOT_STARTED
+    error = capsys.readouterr().err
+    assert error.startswith("could not load the models: ASR_MODEL=openai/whisper-never-cached cannot be fetched")
+    assert "ASR_MODEL=whisper-base" in error and "HF_TOKEN" in error and error.count("\n") == 1
 
 
 def test_assisted_run_and_parameters(tiny_models, audio_files, monkeypatch, capsys):
@@ -78,6 +83,21 @@ def test_assisted_run_and_parameters(tiny_models, audio_files, monkeypatch, caps
     assert any("batch_size 24 was reduced to 1" in warning for warning in result["warnings"])
     arguments = cli.parse_arguments(["x.wav", "--num-speakers", "3", "--prompt", "Names: Ada."])
     assert cli.request_parameters(arguments) == {
-        "task": "transcribe", "return_timestamps": "segment", "assisted": False, "diarize": False,
+        "task": "transcribe", "return_timestamps": "segment", "assisted": False,
         "prompt": "Names: Ada.", "num_speakers": 3,
     }
+
+
+def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(monkeypatch, audio_files):
+    """Without settings the CLI asks for the embedded whisper-base and diarization pipeline
+    (captured here rather than loaded); --no-diarize loads no diarization model at all."""
+    import handler
+
+    monkeypatch.delenv("DIARIZATION_MODEL", raising=False)
+    built = []
+    monkeypatch.setattr(handler, "EndpointHandler", lambda settings: built.append(settings))
+    cli.load_handler(cli.parse_arguments([str(audio_files["good"])]))
+    cli.load_handler(cli.parse_arguments([str(audio_files["good"]), "--no-diarize"]))
+    assert (built[0].asr_model, built[0].diarization_model) == ("whisper-base", "pyannote-campplus")
+    assert (built[1].asr_model, built[1].diarization_model) == ("whisper-base", None)
+    assert "diarize" not in cli.request_parameters(cli.parse_arguments([str(audio_files["good"])]))

@@ -8,6 +8,8 @@ import pytest
 
 from config import (
     DEFAULT_ASR_MODEL,
+    SELF_HOSTED_ASR_MODEL,
+    SELF_HOSTED_DIARIZATION_MODEL,
     InferenceConfig,
     ModelCapabilities,
     ModelSettings,
@@ -58,6 +60,17 @@ def test_empty_env_vars_count_as_unset(monkeypatch):
     assert settings.asr_model == DEFAULT_ASR_MODEL
     assert settings.assistant_model is None and settings.diarization_model is None and settings.hf_token is None
     assert settings.device == "auto"
+
+
+def test_self_hosted_defaults_are_the_embedded_models_unless_the_environment_says(monkeypatch):
+    monkeypatch.delenv("DIARIZATION_MODEL", raising=False)
+    defaults = ModelSettings.self_hosted()
+    assert (defaults.asr_model, defaults.diarization_model) == (SELF_HOSTED_ASR_MODEL, SELF_HOSTED_DIARIZATION_MODEL)
+    assert ModelSettings().asr_model == DEFAULT_ASR_MODEL  # the Endpoints handler keeps its own default
+    monkeypatch.setenv("ASR_MODEL", "openai/whisper-small")
+    monkeypatch.setenv("DIARIZATION_MODEL", "None")
+    chosen = ModelSettings.self_hosted()
+    assert (chosen.asr_model, chosen.diarization_model) == ("openai/whisper-small", None)
 
 
 def _fake_checkpoint(path, model_type="whisper"):

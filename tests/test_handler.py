@@ -201,6 +201,10 @@ def test_token_not_in_response_or_settings_repr(handler, speech_wav):
 def test_missing_diarization_model_fails_at_start_with_advice(tiny_models, tmp_path, monkeypatch):
     monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
     monkeypatch.setenv("DIARIZATION_MODEL", str(tmp_path / "no-such-pipeline"))
+    with pytest.raises(RuntimeError, match="DIARIZATION_MODEL=.*no-such-pipeline: no such folder .*pyannote-campplus"):
+        EndpointHandler("")
+    (tmp_path / "not-a-pipeline").mkdir()
+    monkeypatch.setenv("DIARIZATION_MODEL", str(tmp_path / "not-a-pipeline"))
     with pytest.raises(RuntimeError, match="DIARIZATION_MODEL=.*could not be loaded.*HF_TOKEN"):
         EndpointHandler("")
 

@@ -330,7 +330,7 @@ def free_port() -> int:
 
 def test_uvicorn_command_serves_env_configured_models(tiny_models, speech_wav):
     port = free_port()
-    env = {**os.environ, "ASR_MODEL": str(tiny_models["whisper_en"]), "API_KEY": "k", "MAX_QUEUE": "3"}
+    env = {**os.environ, "ASR_MODEL": str(tiny_models["whisper_en"]), "DIARIZATION_MODEL": "none", "API_KEY": "k", "MAX_QUEUE": "3"}
     process = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "server:app", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -355,3 +355,17 @@ def test_uvicorn_command_serves_env_configured_models(tiny_models, speech_wav):
     assert process.returncode == 0, output
     assert "Traceback" not in output
 
+
+def test_uvicorn_command_with_an_unloadable_model_exits_with_one_line():
+    """No Hub here (HF_HUB_OFFLINE=1, as on an air-gapped machine): a Hub id fails in seconds,
+    naming the embedded alternative, without a traceback, and the process exits non-zero."""
+    process = subprocess.run(
+        [sys.executable, "-m", "uvicorn", "server:app", "--host", "127.0.0.1", "--port", str(free_port())],
+        cwd=ROOT, env={**os.environ, "ASR_MODEL": "openai/whisper-never-cached", "DIARIZATION_MODEL": "none"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert process.returncode != 0
+    errors = [line for line in process.stderr.splitlines() if line.startswith("ERROR")]
+    assert errors[0].startswith("ERROR:    could not load the models: ASR_MODEL=openai/whisper-never-cached cannot be fetched")
+    assert "ASR_MODEL=whisper-base" in errors[0] and "HF_TOKEN" in errors[0]
+    assert "Traceback" not in process.stderr and len(process.stderr.splitlines()) <= 5, process.stderr
