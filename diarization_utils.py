@@ -96,14 +96,16 @@ def diarize(pipeline: DiarizationPipeline, samples: np.ndarray, sampling_rate: i
     return turns_from_output(output)
 
 
-def turns_from_output(output: Any) -> list[Turn]:
+def turns_from_output(output: Any, exclusive: bool = True) -> list[Turn]:
     """Turns from an ``Annotation`` or a ``DiarizeOutput``.
 
-    ``DiarizeOutput.exclusive_speaker_diarization`` (one speaker at a time, built by pyannote
-    for aligning transcripts) is preferred when present; overlapping turns from a plain
-    ``Annotation`` are handled by the merge.
+    With ``exclusive``, ``DiarizeOutput.exclusive_speaker_diarization`` (one speaker at a time,
+    built by pyannote for aligning transcripts) is preferred when present; overlapping turns
+    from a plain ``Annotation`` are handled by the merge. Scoring (DER) wants the overlapping
+    turns: ``exclusive=False``.
     """
-    annotation = getattr(output, "exclusive_speaker_diarization", None) or getattr(output, "speaker_diarization", output)
+    annotation = getattr(output, "exclusive_speaker_diarization", None) if exclusive else None
+    annotation = annotation or getattr(output, "speaker_diarization", output)
     if not hasattr(annotation, "itertracks"):
         raise TypeError(
             f"the diarization pipeline returned {type(output).__name__}; expected a pyannote Annotation or DiarizeOutput"

