@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,14 +87,29 @@ def load_diarization_pipeline(settings: ModelSettings, device: str) -> Diarizati
     return diarization.to(torch.device(device))
 
 
+MIN_TURN_S = 0.2  # shorter "turns" are segmentation slivers at speaker changes, not speech
+
+
 def diarize(pipeline: DiarizationPipeline, samples: np.ndarray, sampling_rate: int, hints: dict[str, int]) -> list[Turn]:
-    """Run the seam on shared, already-decoded samples; return turns sorted by time."""
+    """Run the seam on shared, already-decoded samples; return turns sorted by time.
+
+    Turns under ``MIN_TURN_S`` are dropped: pyannote leaves slivers of the previous speaker at
+    the start of the next one's turn (0.13 s on the sample conversation), too short for a word,
+    and word attribution would otherwise hand the first word of a turn to the wrong speaker.
+    pyannote's own ``SPEAKER_NN`` labels are renumbered in order of first appearance (it numbers
+    clusters, so the first voice heard could be ``SPEAKER_01``); other labels are kept.
+    """
     import torch
 
     waveform = torch.from_numpy(samples).unsqueeze(0)
     with torch.inference_mode():
         output = pipeline({"waveform": waveform, "sample_rate": sampling_rate}, **hints)
-    return turns_from_output(output)
+    turns = [turn for turn in turns_from_output(output) if turn.end - turn.start >= MIN_TURN_S]
+    labels = list(dict.fromkeys(turn.speaker for turn in turns))  # in order of first appearance
+    if not all(re.fullmatch(r"SPEAKER_\d+", label) for label in labels):
+        return turns
+    renamed = {label: f"SPEAKER_{index:02d}" for index, label in enumerate(labels)}
+    return [Turn(renamed[turn.speaker], turn.start, turn.end) for turn in turns]
 
 
 def turns_from_output(output: Any, exclusive: bool = True) -> list[Turn]:

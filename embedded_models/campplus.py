@@ -191,8 +191,12 @@ class CamPlusPlus(Model):
         return features - features.mean(dim=1, keepdim=True)
 
     def forward_frames(self, waveforms: torch.Tensor) -> torch.Tensor:
-        """Frame-level features (batch, 512, frames) before pooling."""
-        return self.xvector(self.head(self.fbank(waveforms).transpose(1, 2)))
+        """Frame-level features (batch, 512, frames) before pooling; refuses input too short to
+        give two frames (pyannote probes for the shortest input the model takes this way)."""
+        frames = self.xvector(self.head(self.fbank(waveforms).transpose(1, 2)))
+        if frames.shape[-1] < 2:
+            raise ValueError(f"{waveforms.shape[-1]} samples are too few for a CAM++ embedding")
+        return frames
 
     def forward(self, waveforms: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
         """One embedding per waveform; with ``weights`` (a frame mask per waveform), of the

@@ -13,6 +13,7 @@ from diarization_utils import (
     UNKNOWN_SPEAKER,
     Turn,
     assign_speakers,
+    diarize,
     group_by_speaker,
     speaker_for,
     turns_from_output,
@@ -134,6 +135,48 @@ def test_turns_from_diarize_output_prefer_exclusive():
     output = SimpleNamespace(speaker_diarization=_annotation(), exclusive_speaker_diarization=exclusive)
     assert turns_from_output(output) == [Turn("SPEAKER_00", 0.0, 4.0)]
     assert turns_from_output(SimpleNamespace(speaker_diarization=_annotation()))[1].speaker == "SPEAKER_01"
+
+
+def test_turns_from_diarize_output_can_keep_overlap_for_scoring():
+    exclusive = Annotation()
+    exclusive[Segment(0.0, 4.0)] = "SPEAKER_00"
+    output = SimpleNamespace(speaker_diarization=_annotation(), exclusive_speaker_diarization=exclusive)
+    assert turns_from_output(output, exclusive=False) == [Turn("SPEAKER_00", 0.0, 4.5), Turn("SPEAKER_01", 4.0, 8.0)]
+
+
+def test_diarize_drops_slivers_too_short_for_a_word():
+    """The sample conversation's case: 0.13 s of the previous speaker at the start of a turn."""
+    import numpy as np
+
+    def pipeline(audio, **hints):
+        annotation = Annotation()
+        annotation[Segment(4.0, 10.6)] = "B"
+        annotation[Segment(12.33, 12.47)] = "B"
+        annotation[Segment(12.47, 14.0)] = "A"
+        annotation[Segment(0.5, 0.75)] = "A"  # a quarter second: a short word, kept
+        return annotation
+
+    turns = diarize(pipeline, np.zeros(16000, dtype=np.float32), 16000, {})
+    assert turns == [Turn("A", 0.5, 0.75), Turn("B", 4.0, 10.6), Turn("A", 12.47, 14.0)]
+
+
+def test_diarize_numbers_pyannote_speakers_in_order_of_appearance():
+    import numpy as np
+
+    def pipeline(labels):
+        def run(audio, **hints):
+            annotation = Annotation()
+            for index, label in enumerate(labels):
+                annotation[Segment(index, index + 0.9)] = label
+            return annotation
+
+        return run
+
+    silence = np.zeros(16000, dtype=np.float32)
+    renumbered = diarize(pipeline(["SPEAKER_01", "SPEAKER_02", "SPEAKER_00", "SPEAKER_01"]), silence, 16000, {})
+    assert [turn.speaker for turn in renumbered] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02", "SPEAKER_00"]
+    named = diarize(pipeline(["BOB", "ALICE"]), silence, 16000, {})
+    assert [turn.speaker for turn in named] == ["BOB", "ALICE"]
 
 
 def test_unexpected_pipeline_output_is_named():
