@@ -53,7 +53,9 @@ class EndpointHandler:
         from asr import SpeechRecognizer
         from speech_gate import SpeechGate
 
-        self.settings = models.prepare(settings if settings is not None else ModelSettings.for_repository(path))
+        # ``configured`` names the models as the user did; ``settings`` has embedded names as cache folders.
+        self.configured = settings if settings is not None else ModelSettings.for_repository(path)
+        self.settings = models.prepare(self.configured)
         self.recognizer = SpeechRecognizer(self.settings)
         self.diarization_pipeline: DiarizationPipeline | None = (
             load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None

@@ -62,6 +62,7 @@ class Handler(Protocol):
     """What the server needs of ``handler.EndpointHandler``."""
 
     settings: Any
+    configured: Any  # the settings as configured: model names, not cache folders
     capabilities: Any
 
     def __call__(self, data: Any) -> dict[str, Any]: ...
@@ -326,7 +327,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         app.state.handler = handler
         app.state.redact = SecretRedactor(handler.settings, settings)
         app.state.queue = InferenceQueue(handler, settings, app.state.redact)
-        logger.info("ready: ASR %s, auth %s", handler.settings.asr_model, "on" if settings.api_key else "off")
+        logger.info("ready: ASR %s, auth %s", handler.configured.asr_model, "on" if settings.api_key else "off")
         yield
         app.state.queue.close()
 
@@ -450,7 +451,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         """Readiness: which models are loaded, on what device, and how busy the server is."""
         handler = request.app.state.handler
         queue: InferenceQueue = request.app.state.queue
-        model_settings = handler.settings
+        model_settings = handler.configured  # names as configured; embedded ones resolve to cache folders
         recognizer = getattr(handler, "recognizer", None)
         capabilities = handler.capabilities
         return {

@@ -102,3 +102,15 @@ def test_dev_conversation_through_the_handler(handler):
     attributed = attribution(entry.reference_speaker_words(normalise), hypothesis)
     assert attributed.correct / attributed.aligned >= 0.85  # of the words Whisper got, not the ones it dropped
     json.dumps(result)  # the response is plain JSON
+
+
+def test_ready_names_the_models_as_configured_not_their_cache_folders(handler):
+    from fastapi.testclient import TestClient
+
+    import models
+    import server
+
+    assert handler.settings.asr_model == str(models.cache_dir() / "whisper-tiny.en")
+    with TestClient(server.create_app(lambda: handler)) as client:
+        ready = client.get("/ready").json()
+    assert ready["models"] == {"asr": "whisper-tiny.en", "assistant": None, "diarization": "pyannote-campplus"}

@@ -261,7 +261,7 @@ def test_tokens_never_reach_logs_reprs_errors_or_responses(tiny_models, speech_w
         def broken(data):
             raise RuntimeError(f"boom with {hf_token}")  # even a failure that mentions it stays server-side
 
-        broken.settings, broken.capabilities = handler.settings, handler.capabilities
+        broken.settings, broken.configured, broken.capabilities = handler.settings, handler.configured, handler.capabilities
         for target, key in ((handler, api_key), (broken, api_key)):
             app = server.create_app(lambda target=target: target, ServerSettings(api_key=key))
             with serving(app) as base_url, httpx.Client(base_url=base_url, timeout=60) as client:

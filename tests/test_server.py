@@ -144,7 +144,7 @@ def test_unexpected_failure_is_a_500_without_details(speech_wav, handler):
     def broken(data):
         raise RuntimeError("CUDA exploded at /secret/path")
 
-    broken.settings, broken.capabilities = handler.settings, handler.capabilities
+    broken.settings, broken.configured, broken.capabilities = handler.settings, handler.configured, handler.capabilities
     with serving(server.create_app(lambda: broken, ServerSettings())) as base_url:
         response = httpx.post(base_url + "/", json={"inputs": b64(speech_wav)}, timeout=30)
     assert response.status_code == 500
@@ -180,7 +180,7 @@ class SlowHandler:
 
     def __init__(self, handler: EndpointHandler, delay_s: float) -> None:
         self.handler, self.delay_s = handler, delay_s
-        self.settings, self.capabilities = handler.settings, handler.capabilities
+        self.settings, self.configured, self.capabilities = handler.settings, handler.configured, handler.capabilities
 
     def __call__(self, data):
         time.sleep(self.delay_s)
