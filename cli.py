@@ -25,6 +25,7 @@ from tqdm import tqdm
 from audio import SAMPLING_RATE, decode_file
 from errors import InvalidRequestError
 from formats import OUTPUT_FORMATS, render
+from handler import NO_SPEECH
 
 EXIT_FILE_FAILED = 1
 EXIT_NOT_STARTED = 2
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             tqdm.write(f"{path}: {error}", file=sys.stderr)
             failures += 1
             continue
+        if NO_SPEECH in result["warnings"]:  # otherwise txt/srt/vtt output would just be empty
+            tqdm.write(f"{path}: {NO_SPEECH}", file=sys.stderr)
         write_result(path, result, arguments.format, documents.get(path), header=several)
         if path in plots:
             from plot import plot_timeline

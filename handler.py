@@ -42,6 +42,8 @@ from diarization_utils import (
 from errors import InvalidRequestError
 from transcript import Chunk, group_words
 
+NO_SPEECH = "no speech detected"
+
 
 class EndpointHandler:
     """Whisper (+ optional assistant) and optional pyannote, loaded once at start-up."""
@@ -95,7 +97,7 @@ class EndpointHandler:
         auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
         if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
-            return _response("", [], [], config.language, duration, warnings + ["no speech detected"], config)
+            return _response("", [], [], config.language, duration, warnings + [NO_SPEECH], decoding="none")
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
@@ -114,7 +116,8 @@ class EndpointHandler:
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
         chunks, speakers, warnings = self._attribute(transcript.chunks, turns, config, asr_config, warnings)
-        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, config)
+        decoding = "assisted" if config.assisted else f"batched (batch_size {config.batch_size})"
+        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, decoding)
 
     @staticmethod
     def _attribute(
@@ -159,7 +162,7 @@ def _response(
     language: str | None,
     duration: float,
     warnings: list[str],
-    config: InferenceConfig,
+    decoding: str,
 ) -> dict[str, Any]:
     return {
         "text": text,
@@ -167,6 +170,6 @@ def _response(
         "speakers": speakers,
         "language": language,
         "duration": duration,
-        "decoding": "assisted" if config.assisted else f"batched (batch_size {config.batch_size})",
+        "decoding": decoding,  # the path that ran; "none" when the speech gate found nothing to decode
         "warnings": warnings,
     }

@@ -101,3 +101,18 @@ def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(mo
     assert (built[0].asr_model, built[0].diarization_model) == ("whisper-base", "pyannote-campplus")
     assert (built[1].asr_model, built[1].diarization_model) == ("whisper-base", None)
     assert "diarize" not in cli.request_parameters(cli.parse_arguments([str(audio_files["good"])]))
+
+
+def test_silence_is_reported_on_stderr_not_left_as_an_empty_document(tiny_models, tmp_path, monkeypatch, capsys):
+    import wave
+
+    silent = tmp_path / "silent.wav"
+    with wave.open(str(silent), "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(16000)
+        writer.writeframes(b"\x00\x00" * 16000 * 3)
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(silent), "--format", "srt", "--language", "en"]) == 0
+    captured = capsys.readouterr()
+    assert f"{silent}: no speech detected" in captured.err and captured.out.strip() == ""

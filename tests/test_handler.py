@@ -152,7 +152,7 @@ def test_silence_and_noise_are_empty_results_not_errors(handler):
     for samples in (silence, noise):
         result = handler({"inputs": {"array": samples.tolist(), "sampling_rate": 16000}})
         assert (result["text"], result["chunks"], result["speakers"]) == ("", [], [])
-        assert "no speech detected" in result["warnings"]
+        assert "no speech detected" in result["warnings"] and result["decoding"] == "none"
 
 
 def test_speaker_hints_without_diarization_warn(plain_handler, speech_wav):
