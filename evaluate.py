@@ -139,6 +139,7 @@ class Evaluation:
     def _prepare_diarization(self, entry: ManifestEntry, samples: Any) -> bool:
         """Point the seam at this entry's reference turns (oracle), or run the pipeline once,
         alone and timed, and have the seam hand its output to both handler runs."""
+        from audio import SAMPLING_RATE
         from diarization_utils import diarize, turns_from_output
 
         if self.oracle:
@@ -154,7 +155,7 @@ class Evaluation:
             return outputs[-1]
 
         started = time.perf_counter()
-        diarize(recorded, samples, 16000, {})
+        diarize(recorded, samples, SAMPLING_RATE, {})
         self._diarization_seconds = time.perf_counter() - started
         self._overlapping_turns = turns_from_output(outputs[0], exclusive=False)
         self.handler.diarization_pipeline = lambda audio, **hints: outputs[0]

