@@ -32,7 +32,6 @@ DEFAULT_ASR_MODEL = "openai/whisper-large-v3"  # the Endpoints handler's default
 # The CLI's and self-hosted server's defaults: embedded models (models.py), no Hub account needed.
 SELF_HOSTED_ASR_MODEL = "whisper-base"
 SELF_HOSTED_DIARIZATION_MODEL = "pyannote-campplus"
-DISABLED = ("none", "off", "false")  # DIARIZATION_MODEL=none turns the self-hosted default off
 WHISPER_WINDOW_S = 30.0  # Whisper's encoder sees at most 30 s; longer chunks cannot be decoded
 
 
@@ -63,7 +62,8 @@ class ModelSettings(BaseSettings):
     @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and value.strip().lower() in ("", *DISABLED) else value
+        # "none" is how DIARIZATION_MODEL turns the CLI's and server's embedded default off
+        return None if isinstance(value, str) and value.strip().lower() in ("", "none") else value
 
     @field_validator("asr_model", "device", "dtype", mode="before")
     @classmethod

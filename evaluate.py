@@ -14,7 +14,7 @@ attribution) and the bare transformers pipeline twice (word and segment timestam
   diarization seam; ``--diarization-model`` runs pyannote): the share of reference words given
   the right speaker, and cpWER (meeteval), for both attribution modes;
 - when a diarization model runs (models are Hub ids, folders or embedded names): DER
-  (pyannote.metrics, collars 0 and 0.25 s, with its missed / false-alarm / confusion parts,
+  (pyannote.metrics, no collar and ±0.25 s, with its missed / false-alarm / confusion parts,
   per file and over all files), the speakers found, and the seconds diarization and ASR each
   take on the file alone (the handler runs them side by side);
 - seconds per handler run, so the cost of word-level attribution is visible.
@@ -102,9 +102,9 @@ class Evaluation:
             bare_text = self._bare(samples, language, timestamps)
             row[f"bare_{timestamps}"] = {**self._asr_scores(reference, bare_text), "seconds": round(time.perf_counter() - started, 2)}
 
-        diarized = self._prepare_diarization(entry, samples)
-        if diarized and self.model_pipeline is not None:
-            row["diarization"] = self._diarization_scores(entry, row["duration_s"])
+        diarized, diarization = self._prepare_diarization(entry, samples, row["duration_s"])
+        if diarization is not None:
+            row["diarization"] = diarization
         for mode in MODES:
             parameters = {"language": language, "return_timestamps": "segment", "assisted": self.assisted}
             if self.assisted:
@@ -136,18 +136,19 @@ class Evaluation:
             )
         return output["text"]
 
-    def _prepare_diarization(self, entry: ManifestEntry, samples: Any) -> bool:
+    def _prepare_diarization(self, entry: ManifestEntry, samples: Any, duration: float) -> tuple[bool, dict[str, Any] | None]:
         """Point the seam at this entry's reference turns (oracle), or run the pipeline once,
-        alone and timed, and have the seam hand its output to both handler runs."""
+        alone and timed, score it, and have the seam hand its output to both handler runs.
+        Returns whether the handler runs diarize, and the diarization scores when a model ran."""
         from audio import SAMPLING_RATE
         from diarization_utils import diarize, turns_from_output
 
         if self.oracle:
             reference = annotation_of(entry.turns)
             self.handler.diarization_pipeline = (lambda audio, **hints: reference) if entry.turns else None
-            return bool(entry.turns)
+            return bool(entry.turns), None
         if self.model_pipeline is None:
-            return False
+            return False, None
         outputs: list[Any] = []
 
         def recorded(audio: Any, **hints: Any) -> Any:
@@ -156,21 +157,18 @@ class Evaluation:
 
         started = time.perf_counter()
         diarize(recorded, samples, SAMPLING_RATE, {})
-        self._diarization_seconds = time.perf_counter() - started
-        self._overlapping_turns = turns_from_output(outputs[0], exclusive=False)
+        seconds = time.perf_counter() - started
         self.handler.diarization_pipeline = lambda audio, **hints: outputs[0]
-        return True
-
-    def _diarization_scores(self, entry: ManifestEntry, duration: float) -> dict[str, Any]:
+        overlapping = turns_from_output(outputs[0], exclusive=False)  # DER scores overlapped speech too
         scores: dict[str, Any] = {
-            "seconds": round(self._diarization_seconds, 2),
-            "speakers": len({turn.speaker for turn in self._overlapping_turns}),
+            "seconds": round(seconds, 2),
+            "speakers": len({turn.speaker for turn in overlapping}),
             "reference_speakers": len({turn.speaker for turn in entry.turns}),
         }
         if entry.turns:
             totals = self.diarization_totals.setdefault(entry.kind, DiarizationTotals())
-            scores.update({name: round(value, 4) for name, value in totals.add(entry.turns, self._overlapping_turns, duration).items()})
-        return scores
+            scores.update({name: round(value, 4) for name, value in totals.add(entry.turns, overlapping, duration).items()})
+        return True, scores
 
     def _asr_scores(self, reference: list[str], text: str) -> dict[str, Any]:
         hypothesis = words_of(text, self.normalise)
@@ -234,7 +232,7 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], diarization: d
             f"| {_percent(scores.get('attribution_accuracy'))} | {_percent(scores.get('cpwer'))} |"
         )
     if diarization:
-        lines += ["", "| diarization | speakers found / ref | DER | DER collar 0.25 | missed | false alarm | confusion "
+        lines += ["", "| diarization | speakers found / ref | DER | DER ±0.25 s collar | missed | false alarm | confusion "
                   "| s diarization / ASR alone |", "|---|---|---|---|---|---|---|---|"]
         totals = [{"file": f"all {kind}", "diarization": scores} for kind, scores in diarization.items()]
         for row in [row for row in rows if "diarization" in row] + totals:

@@ -175,10 +175,6 @@ def cache_dir() -> Path:
     return Path(base) / "speaker-transcripts" / "models"
 
 
-def is_embedded(name: str) -> bool:
-    return name in REGISTRY
-
-
 def is_pulled(name: str) -> bool:
     """Whether ``name`` is in the cache, assembled by this version of the code."""
     try:

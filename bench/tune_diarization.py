@@ -46,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     import models
     from audio import SAMPLING_RATE, decode_file
     from diarization_utils import Turn, turns_from_output
-    from pyannote.metrics.diarization import DiarizationErrorRate
-
-    from scoring import annotation_of, load_manifest
+    from scoring import DiarizationTotals, load_manifest
 
     entries = [entry for entry in load_manifest(arguments.manifest) if entry.turns and entry.audio.suffix == ".wav"]
     entries = [entry for entry in entries if not entry.name.startswith("short_")]
@@ -66,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         samples = decode_file(entry.audio.read_bytes(), 3600).samples
         files.append({"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLING_RATE, "uri": entry.name})
 
-    def cropped(turns: list[Turn]) -> list[Turn]:
-        return [Turn(t.speaker, t.start, min(t.end, SCORED_SECONDS)) for t in turns if t.start < SCORED_SECONDS]
+    def speakers(turns: list[Turn]) -> int:
+        return len({turn.speaker for turn in turns if turn.start < SCORED_SECONDS})
 
     rows: list[dict[str, Any]] = []
     for step in arguments.steps:
@@ -83,25 +81,21 @@ def main(argv: list[str] | None = None) -> int:
             clustering = dict(zip(grid, values, strict=True))
             pipeline.instantiate({"segmentation": {"min_duration_off": 0.0}, "clustering": clustering})
             per_file = {}
-            totals = {"meetings": DiarizationErrorRate(collar=0.0), "synthetic": DiarizationErrorRate(collar=0.0)}
+            totals = {"meetings": DiarizationTotals(), "synthetic": DiarizationTotals()}
             for entry, file in zip(entries, files, strict=True):
                 started = time.perf_counter()
                 turns = turns_from_output(pipeline(file), exclusive=False)
                 seconds += time.perf_counter() - started
-                hypothesis = cropped(turns)
-                reference = annotation_of(cropped(entry.turns))
                 total = totals["synthetic" if entry.name.startswith("conv") else "meetings"]
-                details = total(reference, annotation_of(hypothesis), detailed=True)
                 per_file[entry.name] = {
-                    "der": details["diarization error rate"],
-                    **{name: details[name] / details["total"] for name in ("missed detection", "false alarm", "confusion")},
-                    "speakers": len({turn.speaker for turn in hypothesis}),
-                    "reference_speakers": len({turn.speaker for turn in cropped(entry.turns)}),
+                    **total.add(entry.turns, turns, SCORED_SECONDS),
+                    "speakers": speakers(turns),
+                    "reference_speakers": speakers(entry.turns),
                 }
             row = {
                 "step": step, **clustering,
-                "meetings_der": abs(totals["meetings"]),
-                "synthetic_der": abs(totals["synthetic"]),
+                "meetings_der": totals["meetings"].summary()["der"],
+                "synthetic_der": totals["synthetic"].summary()["der"],
                 "right_count": sum(s["speakers"] == s["reference_speakers"] for s in per_file.values()),
                 "files": per_file,
             }
@@ -112,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     best = min(rows, key=lambda row: row["meetings_der"] + row["synthetic_der"])
     print("best:", json.dumps({key: value for key, value in best.items() if key != "files"}))
     for name, score in best["files"].items():
-        print(f"  {name:28s} DER {score['der']:.3f} (missed {score['missed detection']:.3f}, false alarm "
-              f"{score['false alarm']:.3f}, confusion {score['confusion']:.3f}) speakers {score['speakers']}/{score['reference_speakers']}")
+        print(f"  {name:28s} DER {score['der']:.3f} (missed {score['missed_detection']:.3f}, false alarm "
+              f"{score['false_alarm']:.3f}, confusion {score['confusion']:.3f}) speakers {score['speakers']}/{score['reference_speakers']}")
     if arguments.out:
         arguments.out.write_text(json.dumps(rows, indent=1))
     return 0

@@ -9,9 +9,9 @@ import pytest
 from diarization_utils import Turn
 from scoring import (
     Counts,
+    DiarizationTotals,
     attribution,
     cp_word_errors,
-    diarization_error_rate,
     english_normaliser,
     load_manifest,
     read_rttm,
@@ -60,11 +60,18 @@ def test_cp_wer_charges_misattributed_words():
     assert moved == Counts(2, 4), "one word on the wrong speaker: a deletion there and an insertion here"
 
 
-def test_der_on_known_turns():
+def test_der_on_known_turns_per_file_and_in_total():
     reference = [Turn("A", 0.0, 10.0), Turn("B", 10.0, 20.0)]
-    assert diarization_error_rate(reference, [Turn("x", 0.0, 10.0), Turn("y", 10.0, 20.0)]) == pytest.approx(0.0)
-    assert diarization_error_rate(reference, [Turn("x", 0.0, 20.0)]) == pytest.approx(0.5)  # B's half confused
-    assert diarization_error_rate(reference, [Turn("x", 0.0, 10.0)]) == pytest.approx(0.5)  # B's half missed
+    totals = DiarizationTotals()
+    assert totals.add(reference, [Turn("x", 0.0, 10.0), Turn("y", 10.0, 20.0)], 20.0)["der"] == pytest.approx(0.0)
+    confused = totals.add(reference, [Turn("x", 0.0, 20.0)], 20.0)  # B's half given to A
+    assert (confused["der"], confused["confusion"], confused["missed_detection"]) == pytest.approx((0.5, 0.5, 0.0))
+    missed = totals.add(reference, [Turn("x", 0.0, 10.0), Turn("x", 25.0, 30.0)], 20.0)  # B's half missed; 25-30 s lies
+    assert (missed["der"], missed["missed_detection"], missed["false_alarm"]) == pytest.approx((0.5, 0.5, 0.0))  # past the file
+    shifted = totals.add(reference, [Turn("x", 0.0, 10.2), Turn("y", 10.2, 20.0)], 20.0)
+    assert shifted["der"] == pytest.approx(0.01) and shifted["der_collar_0.25"] == pytest.approx(0.0)
+    summary = totals.summary()  # errors over all reference speech: (0 + 10 + 10 + 0.2) / 80 s
+    assert summary["der"] == pytest.approx(20.2 / 80) and summary["confusion"] == pytest.approx(10.2 / 80)
 
 
 def test_manifest_with_text_turns_and_rttm(tmp_path):
