@@ -1,7 +1,8 @@
 """Whisper speech recognition: models loaded once, then one call per request.
 
-Uses the transformers ASR pipeline (chunked, batched long-form decoding) with an optional
-assistant model for speculative decoding.
+Uses the transformers ASR pipeline with an optional assistant model for speculative decoding.
+Long audio is decoded as speech-aligned pieces in batches (``long_form.py``), or, on request,
+by the pipeline's own chunked long-form decoding.
 
 Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (checked on
 5.24) drafts through ``WhisperForConditionalGeneration.generate``, which re-sets
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,8 @@ from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 from audio import SAMPLING_RATE
 from config import InferenceConfig, ModelCapabilities, ModelSettings
 from errors import InvalidRequestError
-from transcript import Chunk, close_timestamps
+from long_form import Piece, on_file_clock
+from transcript import Chunk, close_timestamps, joined_text
 
 logger = logging.getLogger(__name__)
 # Word alignment takes the std of a one-row matrix for one-token segments; transformers handles the
@@ -46,15 +48,24 @@ logger = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message=r"std\(\): degrees of freedom", module="transformers.models.whisper")
 
 
-class _WhisperGenerateNotice(logging.Filter):
-    """Whisper's own ``generate`` (5.24) passes suppress tokens beside its generation config and
-    then warns that doing so is deprecated: nothing a caller can change, so not worth a line."""
+class _HandledWhisperNotices(logging.Filter):
+    """Notices about things this module already handles, not worth a line per request:
+    Whisper's own ``generate`` (5.24) passes suppress tokens beside its generation config and then
+    warns that doing so is deprecated (nothing a caller can change); and a speech piece that ends
+    mid-word leaves Whisper's last segment open, which ``long_form.on_file_clock`` closes."""
+
+    HANDLED = (
+        "Passing `generation_config` together with generation-related",
+        "Whisper did not predict an ending timestamp",
+    )
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "Passing `generation_config` together with generation-related" not in record.getMessage()
+        message = record.getMessage()
+        return not any(notice in message for notice in self.HANDLED)
 
 
-logging.getLogger("transformers.generation.utils").addFilter(_WhisperGenerateNotice())
+for _logger_name in ("transformers.generation.utils", "transformers.models.whisper.tokenization_whisper"):
+    logging.getLogger(_logger_name).addFilter(_HandledWhisperNotices())
 
 
 class DraftWhisper(WhisperForConditionalGeneration):
@@ -130,16 +141,19 @@ class SpeechRecognizer:
         config: InferenceConfig,
         duration: float,
         on_progress: Callable[[float], None] | None = None,
+        pieces: Sequence[Piece] | None = None,
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
 
-        ``on_progress`` hears, after each batch of windows, about how many seconds of audio
-        have been decoded, for progress bars over long audio.
+        With ``pieces`` (speech-aligned long form, ``long_form.py``) only those stretches are
+        decoded, in batches, and their times put back on the file's clock; without, the
+        transformers chunked pipeline decodes the whole file in overlapping windows.
+        ``on_progress`` hears, while decoding, about how many seconds of audio are done.
         """
         language = config.language
         generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
         if self.capabilities.multilingual:
-            language = language or self.detect_language(samples)
+            language = language or self.detect_language(samples[pieces[0].start :] if pieces else samples)
             generate_kwargs.update(task=config.task, language=language)
         else:
             language = "en"
@@ -147,19 +161,59 @@ class SpeechRecognizer:
             generate_kwargs["assistant_model"] = self.assistant
         if config.prompt:
             generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
-        word_level = config.return_timestamps == "word"
-        progress = self._progress_reported(on_progress, config.chunk_length_s, duration)
-        with torch.inference_mode(), self._attention_restored(), progress:
+        options = {
+            "batch_size": config.batch_size,
+            "return_timestamps": "word" if config.return_timestamps == "word" else True,
+            "generate_kwargs": generate_kwargs,
+        }
+        with torch.inference_mode(), self._attention_restored():
+            if pieces is None:
+                raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
+            else:
+                raw_chunks = self._decode_pieces(samples, pieces, duration, options, on_progress)
+        chunks = close_timestamps(raw_chunks, duration)
+        return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
+
+    def _decode_chunked(
+        self,
+        samples: np.ndarray,
+        chunk_length_s: float,
+        duration: float,
+        options: dict[str, Any],
+        on_progress: Callable[[float], None] | None,
+    ) -> list[dict[str, Any]]:
+        with self._windows_counted(on_progress, chunk_length_s, duration):
             result = self.pipeline(
                 {"raw": samples, "sampling_rate": SAMPLING_RATE},
-                chunk_length_s=config.chunk_length_s,
-                batch_size=config.batch_size,
-                return_timestamps="word" if word_level else True,
-                generate_kwargs=generate_kwargs,
+                chunk_length_s=chunk_length_s,
                 ignore_warning=True,  # the "chunk_length_s is very experimental" paragraph, once per file
+                **options,
             )
-        chunks = close_timestamps(result.get("chunks") or [], duration)
-        return Transcript(text=result["text"].strip(), chunks=chunks, language=language)
+        return result.get("chunks") or []
+
+    def _decode_pieces(
+        self,
+        samples: np.ndarray,
+        pieces: Sequence[Piece],
+        duration: float,
+        options: dict[str, Any],
+        on_progress: Callable[[float], None] | None,
+    ) -> list[dict[str, Any]]:
+        """Each piece is one short-form input; the pipeline batches them as they are handed out."""
+        progress = _PieceProgress(pieces, duration, on_progress)
+        inputs = (
+            {"raw": samples[piece.start : piece.end], "sampling_rate": SAMPLING_RATE}
+            for piece in progress.handing_out()
+        )
+        raw_chunks: list[dict[str, Any]] = []
+        handle = self.model.get_decoder().register_forward_hook(progress.decoder_step)
+        try:
+            for piece, result in zip(pieces, self.pipeline(inputs, **options), strict=True):
+                raw_chunks.extend(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE))
+                progress.piece_done()
+        finally:
+            handle.remove()
+        return raw_chunks
 
     def warm_up(self) -> None:
         """Run every loaded path once on a second of quiet noise: the first real request then
@@ -196,7 +250,7 @@ class SpeechRecognizer:
         return token.strip("<|>")
 
     @contextmanager
-    def _progress_reported(
+    def _windows_counted(
         self, on_progress: Callable[[float], None] | None, chunk_length_s: float, duration: float
     ) -> Iterator[None]:
         """Count the windows the encoder has seen; the chunked pipeline advances about two
@@ -227,3 +281,54 @@ class SpeechRecognizer:
             yield
         finally:
             self.model.config._attn_implementation = implementation
+
+
+# Whisper writes about 3 tokens per second of English speech with timestamps (measured on the dev
+# conversations); a batch is expected to take this many decoder steps per second of its longest piece.
+EXPECTED_STEPS_PER_S = 4.0
+
+
+class _PieceProgress:
+    """Progress over speech-aligned pieces that moves during a batch, not only after it.
+
+    The pipeline pulls pieces from a generator a batch at a time, so the pieces handed out but
+    not yet finished are the batch in flight. Each decoder step moves the report through that
+    batch's share of the audio, in proportion to the steps its longest piece should need, up
+    to 95 %; a finished piece moves it to the piece's end.
+    """
+
+    def __init__(self, pieces: Sequence[Piece], duration: float, on_progress: Callable[[float], None] | None) -> None:
+        self.pieces = pieces
+        self.duration = duration
+        self.on_progress = on_progress
+        self.handed = 0
+        self.finished = 0
+        self.steps = 0
+        self.reported = 0.0
+
+    def handing_out(self) -> Iterator[Piece]:
+        for piece in self.pieces:
+            self.handed += 1
+            yield piece
+
+    def decoder_step(self, _module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
+        if self.on_progress is None or self.handed <= self.finished:
+            return
+        self.steps += 1
+        batch = self.pieces[self.finished : self.handed]
+        longest = max(piece.end - piece.start for piece in batch) / SAMPLING_RATE
+        share = min(self.steps / (EXPECTED_STEPS_PER_S * longest + 1), 0.95)
+        start = self.pieces[self.finished - 1].end / SAMPLING_RATE if self.finished else 0.0
+        self._report(start + share * (batch[-1].end / SAMPLING_RATE - start))
+
+    def piece_done(self) -> None:
+        self.finished += 1
+        if self.finished == self.handed:
+            self.steps = 0  # the next batch starts from its first step
+        last = self.finished == len(self.pieces)
+        self._report(self.duration if last else self.pieces[self.finished - 1].end / SAMPLING_RATE)
+
+    def _report(self, seconds: float) -> None:
+        if self.on_progress is not None and seconds > self.reported:
+            self.reported = min(seconds, self.duration)
+            self.on_progress(self.reported)

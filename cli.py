@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from audio import SAMPLING_RATE, decode_file
 from errors import InvalidRequestError
-from formats import OUTPUT_FORMATS, render
+from formats import OUTPUT_FORMATS, SubtitleRules, render
 from handler import NO_SPEECH
 
 EXIT_FILE_FAILED = 1
@@ -39,6 +39,19 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--language", help="language code or name; detected when omitted")
     parser.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
     parser.add_argument("--timestamps", choices=["segment", "word"], default="segment")
+    parser.add_argument(
+        "--long-form", choices=["vad", "chunked"], default="vad",
+        help="vad (default): decode the speech found, in pieces cut at pauses; chunked: the pipeline's fixed windows",
+    )
+    defaults = SubtitleRules()
+    subtitles = parser.add_argument_group("subtitle rules (srt, vtt)")
+    subtitles.add_argument("--max-line-chars", type=int, default=defaults.max_line_chars, help="characters per line (default: %(default)s)")
+    subtitles.add_argument("--max-lines", type=int, default=defaults.max_lines, help="lines per cue (default: %(default)s)")
+    subtitles.add_argument("--max-cue-seconds", type=float, default=defaults.max_cue_s, help="longest cue (default: %(default)s)")
+    subtitles.add_argument(
+        "--min-cue-seconds", type=float, default=defaults.min_cue_s,
+        help="shortest cue, where the next one leaves room (default: %(default)s)",
+    )
     parser.add_argument("--prompt", help="text that came before the audio: names, spellings, style")
     parser.add_argument("--assistant", action="store_true", help="speculative decoding with the assistant model")
     parser.add_argument(
@@ -60,6 +73,7 @@ def request_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
     parameters = {
         "task": arguments.task,
         "return_timestamps": arguments.timestamps,
+        "long_form": arguments.long_form,
         "assisted": arguments.assistant,
         "diarize": arguments.diarize,
         "language": arguments.language,
@@ -102,6 +116,16 @@ def output_paths(files: Iterable[Path], out_dir: Path, extension: str) -> dict[P
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     try:
+        rules = SubtitleRules(
+            max_line_chars=arguments.max_line_chars,
+            max_lines=arguments.max_lines,
+            max_cue_s=arguments.max_cue_seconds,
+            min_cue_s=arguments.min_cue_seconds,
+        )
+    except ValueError as error:
+        print(f"cli.py: error: {error}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    try:
         handler = load_handler(arguments)
     except (OSError, RuntimeError, ValueError) as error:
         print(f"could not load the models: {error}", file=sys.stderr)
@@ -122,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if NO_SPEECH in result["warnings"]:  # otherwise txt/srt/vtt output would just be empty
             tqdm.write(f"{path}: {NO_SPEECH}", file=sys.stderr)
-        write_result(path, result, arguments.format, documents.get(path), header=several)
+        write_result(path, result, arguments.format, documents.get(path), header=several, rules=rules)
         if path in plots:
             from plot import plot_timeline
 
@@ -142,18 +166,23 @@ def transcribe_file(handler: Any, path: Path, parameters: dict[str, Any]) -> dic
 
 
 def write_result(
-    path: Path, result: dict[str, Any], output_format: str, destination: Path | None, header: bool = False
+    path: Path,
+    result: dict[str, Any],
+    output_format: str,
+    destination: Path | None,
+    header: bool = False,
+    rules: SubtitleRules | None = None,
 ) -> None:
     """To ``destination`` when given; else stdout: JSON lines naming the file, or the document
     (after a ``==> file <==`` line, as ``head`` does, when there are several)."""
     if destination is not None:
-        destination.write_text(render(result, output_format), encoding="utf-8")
+        destination.write_text(render(result, output_format, rules), encoding="utf-8")
     elif output_format == "json":
         print(json.dumps({"file": str(path), **result}, ensure_ascii=False))
     else:
         if header:
             print(f"==> {path} <==")
-        sys.stdout.write(render(result, output_format))
+        sys.stdout.write(render(result, output_format, rules))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Send an audio file to a deployed endpoint (or this repo's server) and print or save the result.
 
-    python client.py meeting.wav --url https://xyz.endpoints.huggingface.cloud --format srt num_speakers=2
+    .venv/bin/python client.py meeting.wav --url https://xyz.endpoints.huggingface.cloud --format srt num_speakers=2
 
 The file goes base64-encoded in the blog's JSON payload ``{"inputs", "parameters"}`` through
 ``huggingface_hub.InferenceClient.automatic_speech_recognition`` (``client.post`` no longer
@@ -37,7 +37,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="write here instead of printing")
     parser.add_argument("--raw", action="store_true", help="send the file's bytes as audio/*, not base64 JSON")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the answer")
-    return parser.parse_args(argv)
+    # intermixed: ``param=value`` pairs may come before or after the options, as the README writes them
+    return parser.parse_intermixed_args(argv)
 
 
 def parameters_from(pairs: list[str], diarize: bool | None) -> dict[str, Any]:

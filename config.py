@@ -147,6 +147,10 @@ class InferenceConfig(BaseModel):
     batch_size: int = Field(default=24, ge=1, le=256)
     # True/False force the choice; "auto" (the default when an assistant is loaded) picks by duration.
     assisted: bool | Literal["auto"] | None = None
+    # Long audio: "vad" decodes the speech the voice activity detector finds, in pieces of at most
+    # chunk_length_s cut at pauses (long_form.py); "chunked" is the transformers pipeline's own
+    # overlapping windows of chunk_length_s over the whole file, kept for comparison.
+    long_form: Literal["vad", "chunked"] = "vad"
     chunk_length_s: float = Field(default=WHISPER_WINDOW_S, ge=1, le=WHISPER_WINDOW_S)
     sampling_rate: int = Field(default=16000, ge=1000, le=384000)
     language: str | None = None

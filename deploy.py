@@ -1,6 +1,6 @@
 """Create or update the Inference Endpoint that runs this repository, in one command.
 
-    python deploy.py --name speaker-transcripts --repository YOU/this-repo \\
+    .venv/bin/python deploy.py --name speaker-transcripts --repository YOU/this-repo \\
         --assistant-model distil-whisper/distil-large-v3 \\
         --diarization-model pyannote/speaker-diarization-community-1
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ from huggingface_hub.utils._http import (
 )
 
 REDACTED = "***"
+# Inference Endpoints names: lowercase letters, digits and '-', not at either end, at most 32 characters.
+ENDPOINT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?")
+UNKNOWN_NAMESPACE = "<namespace of the token>"  # shown in a dry run without --namespace (no call asks whose token it is)
 API_URL_ENV = "HF_INFERENCE_ENDPOINTS_API"
 TERMINAL_FAILURES = {"failed", "updateFailed"}
 
@@ -88,7 +92,9 @@ class EndpointSpec:
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--name", required=True, help="endpoint name (lowercase letters, digits, '-')")
+    parser.add_argument(
+        "--name", required=True, type=endpoint_name, help="endpoint name (lowercase letters, digits, '-'; at most 32)"
+    )
     parser.add_argument("--repository", required=True, help="the Hub repository holding this handler (OWNER/REPO)")
     parser.add_argument("--revision", help="branch, tag or commit of the repository")
     parser.add_argument("--namespace", help="user or organisation owning the endpoint (default: the token's user)")
@@ -110,6 +116,16 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for 'running'")
     parser.add_argument("--poll", type=float, default=10, help="seconds between status checks")
     return parser.parse_args(argv)
+
+
+def endpoint_name(value: str) -> str:
+    """An endpoint name Inference Endpoints accepts; anything else fails here, before any call."""
+    if not ENDPOINT_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a valid endpoint name: use 1-32 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return value
 
 
 def spec_from_arguments(arguments: argparse.Namespace, token: str | None) -> EndpointSpec:
@@ -173,7 +189,7 @@ def dry_run(api: HfApi, spec: EndpointSpec, token: str | None) -> dict[str, Any]
     close_session()
     try:
         arguments = spec.create_arguments()
-        arguments["namespace"] = spec.namespace or "<namespace of the token>"
+        arguments["namespace"] = spec.namespace or "namespace-of-the-token"
         api.create_inference_endpoint(**arguments, token=token or False)
     finally:
         set_client_factory(default_client_factory)
@@ -183,7 +199,7 @@ def dry_run(api: HfApi, spec: EndpointSpec, token: str | None) -> dict[str, Any]
     return redacted(
         {
             "method": request.method,
-            "url": str(request.url),
+            "url": str(request.url).replace("namespace-of-the-token", UNKNOWN_NAMESPACE),
             "headers": {k: v for k, v in request.headers.items() if k.lower() in ("authorization", "content-type")},
             "json": json.loads(request.content),
         },

@@ -12,7 +12,8 @@ evaluation harness plug reference turns in through it.
 The merge (``assign_speakers``) improves on the blog's: that one gives each ASR chunk to the
 turn whose *end* is nearest and silently drops chunks after the last turn. Here each chunk
 goes to the speaker it overlaps most in time (nearest speaker when it overlaps none), chunks
-are never dropped or duplicated, and neighbouring chunks of one speaker are joined. With
+are never dropped or duplicated, and neighbouring chunks of one speaker are joined into
+sentence-sized segments. With
 word-level chunks this splits text exactly where the speaker changes.
 """
 
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from transcript import SENTENCE_ENDINGS, Chunk, joined_text
+from transcript import SENTENCE_ENDINGS, Chunk, segment_ranges, span_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,20 +144,15 @@ def assign_speakers(chunks: Sequence[Chunk], turns: Sequence[Turn]) -> list[Spea
 
 
 def group_by_speaker(chunks: Sequence[Chunk], speakers: Sequence[str]) -> list[SpeakerSegment]:
-    """Join consecutive chunks with the same speaker into segments; blank chunks name nobody."""
-    segments: list[SpeakerSegment] = []
-    group: list[Chunk] = []
-    group_speaker: str | None = None
-    for chunk, speaker in zip(chunks, speakers, strict=True):
-        if not chunk.text.strip():
-            continue
-        if group and speaker != group_speaker:
-            segments.append(_segment(group_speaker, group))
-            group = []
-        group.append(chunk)
-        group_speaker = speaker
-    if group:
-        segments.append(_segment(group_speaker, group))
+    """Sentence-sized segments of one speaker each (``transcript.segment_ranges``): a speaker's
+    long monologue reads as its sentences, not as one block. Blank chunks name nobody."""
+    spoken = [(chunk, speaker) for chunk, speaker in zip(chunks, speakers, strict=True) if chunk.text.strip()]
+    pieces = [chunk for chunk, _ in spoken]
+    labels = [speaker or UNKNOWN_SPEAKER for _, speaker in spoken]
+    segments = []
+    for span in segment_ranges(pieces, labels):
+        joined = span_of(pieces[span.start : span.stop])
+        segments.append(SpeakerSegment(speaker=labels[span.start], text=joined.text, start=joined.start, end=joined.end))
     return segments
 
 
@@ -233,9 +229,3 @@ def speaker_for(start: float, end: float, turns: Iterable[Turn]) -> str:
     if not overlap:
         return UNKNOWN_SPEAKER
     return min(overlap, key=lambda speaker: (-overlap[speaker], distance[speaker], first_start[speaker], speaker))
-
-
-def _segment(speaker: str | None, chunks: list[Chunk]) -> SpeakerSegment:
-    return SpeakerSegment(
-        speaker=speaker or UNKNOWN_SPEAKER, text=joined_text(chunks), start=chunks[0].start, end=chunks[-1].end
-    )

@@ -8,7 +8,9 @@ For every manifest entry this runs the handler twice (word-level and segment-lev
 attribution) and the bare transformers pipeline twice (word and segment timestamps) on the same
 16 kHz samples with the same greedy settings, then reports:
 
-- WER after Whisper's English normalisation, handler vs bare pipeline (equal = nothing lost);
+- WER after Whisper's English normalisation, handler vs bare pipeline (the bare pipeline decodes
+  in the chunked pipeline's windows; with ``--long-form chunked`` the handler does too, and equal
+  WER means nothing lost; the default ``vad`` decodes the speech it finds, ``bench/long_form.py``);
 - hypothesis word counts, handler vs bare pipeline;
 - with speaker turns (``--oracle-rttm`` feeds the reference RTTM through the handler's
   diarization seam; ``--diarization-model`` runs pyannote): the share of reference words given
@@ -56,6 +58,10 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     speakers.add_argument("--diarization-model", help="pyannote pipeline (Hub id or directory); DER is reported")
     speakers.add_argument("--oracle-rttm", action="store_true", help="feed each entry's reference RTTM through the seam")
     parser.add_argument("--language", default="en", help="for entries without their own 'language' (default: en)")
+    parser.add_argument(
+        "--long-form", choices=("vad", "chunked"), default="vad",
+        help="the handler's long-form decoding (default vad); with chunked it decodes as the bare pipeline does",
+    )
     parser.add_argument("--out", type=Path, default=Path("eval-results"))
     return parser.parse_args(argv)
 
@@ -81,6 +87,7 @@ class Evaluation:
         self.oracle = arguments.oracle_rttm
         self.assisted = arguments.assistant_model is not None
         self.default_language = arguments.language
+        self.long_form = arguments.long_form
         recognizer = self.handler.recognizer
         self.bare = pipeline(
             "automatic-speech-recognition", model=self.handler.settings.asr_model, device=recognizer.device, dtype=recognizer.dtype
@@ -106,7 +113,7 @@ class Evaluation:
         if diarization is not None:
             row["diarization"] = diarization
         for mode in MODES:
-            parameters = {"language": language, "return_timestamps": "segment", "assisted": self.assisted}
+            parameters = {"language": language, "return_timestamps": "segment", "assisted": self.assisted, "long_form": self.long_form}
             if self.assisted:
                 parameters["batch_size"] = 1
             if diarized:

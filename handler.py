@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audio import SAMPLING_RATE, DecodedAudio, decode_inputs
 from config import (
@@ -40,7 +40,11 @@ from diarization_utils import (
     word_speakers,
 )
 from errors import InvalidRequestError
+from long_form import PIECE_PAD_S, Piece, plan_pieces
 from transcript import Chunk, group_words
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NO_SPEECH = "no speech detected"
 
@@ -62,7 +66,9 @@ class EndpointHandler:
         self.diarization_pipeline: DiarizationPipeline | None = (
             load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None
         )
-        self.speech_gate = SpeechGate() if self.settings.speech_gate else None
+        # Silero finds the speech for long-form decoding; SPEECH_GATE decides whether audio
+        # where it finds none is answered "no speech" (default) or decoded whole anyway.
+        self.speech_gate = SpeechGate()
         # One request at a time on the shared models: the pipeline and pyannote keep per-call state.
         self._lock = threading.Lock()
         self._diarizer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarization")
@@ -96,7 +102,10 @@ class EndpointHandler:
         duration = round(audio.duration, 3)
         auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
-        if self.speech_gate is not None and not self.speech_gate.contains_speech(audio.samples):
+        pieces = self._speech_pieces(audio.samples, config)
+        if pieces is None and self.settings.speech_gate and (
+            config.long_form == "vad" or not self.speech_gate.contains_speech(audio.samples)
+        ):
             return _response("", [], [], config.language, duration, warnings + [NO_SPEECH], decoding="none")
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
@@ -110,7 +119,7 @@ class EndpointHandler:
         )
         started = time.perf_counter()
         try:
-            transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress)
+            transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress, pieces)
         finally:  # even when ASR fails, the next request must find pyannote idle
             turns = diarization.result() if diarization is not None else None
         if auto:
@@ -145,6 +154,16 @@ class EndpointHandler:
         if chunk_speakers is not None:
             chunk_dicts = [{**chunk, "speaker": speaker} for chunk, speaker in zip(chunk_dicts, chunk_speakers, strict=True)]
         return chunk_dicts, [segment.to_dict() for segment in speakers], warnings
+
+    def _speech_pieces(self, samples: np.ndarray, config: InferenceConfig) -> list[Piece] | None:
+        """The speech-aligned pieces to decode (``long_form="vad"``); None means decode the whole
+        file in the pipeline's chunks: asked for, or (with SPEECH_GATE off) no speech found."""
+        if config.long_form != "vad":
+            return None
+        window = int(config.chunk_length_s * SAMPLING_RATE)
+        pad = int(PIECE_PAD_S * SAMPLING_RATE)
+        regions = self.speech_gate.speech_regions(samples, config.chunk_length_s - 2 * PIECE_PAD_S)
+        return plan_pieces(regions, len(samples), window, pad) if regions else None
 
     def _decoding_for(self, config: InferenceConfig, duration: float) -> InferenceConfig:
         """Settle ``assisted="auto"`` with the decoding policy (see ``decoding_policy.py``)."""

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from transformers.models.whisper.tokenization_whisper import LANGUAGES
 
-from formats import cues_from_result, to_srt, to_vtt
+from formats import cues_from_result, subtitle_cues, to_srt, to_vtt
 from transcript import Chunk, group_words
 
 ResponseFormat = Literal["json", "text", "srt", "vtt", "verbose_json", "diarized_json"]
@@ -83,7 +83,7 @@ def render_text(result: Mapping[str, Any], response_format: str) -> str:
     """The body for the plain-text formats: ``text``, ``srt`` and ``vtt``."""
     if response_format == "text":
         return result["text"] + "\n"
-    cues = cues_from_result(result)
+    cues = subtitle_cues(result)
     return to_srt(cues) if response_format == "srt" else to_vtt(cues)
 
 

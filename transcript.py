@@ -67,25 +67,36 @@ def _round(seconds: float) -> float:
 
 SENTENCE_ENDINGS = (".", "?", "!", "。", "？", "！", "…")
 MAX_PAUSE_IN_SEGMENT_S = 1.0
-MAX_SEGMENT_S = 30.0
+# Long enough for a long sentence, short enough to read and to find in a recording.
+MAX_SEGMENT_S = 15.0
 
 
-def group_words(words: Sequence[Chunk], speakers: Sequence[str] | None = None) -> list[Chunk]:
-    """Join word chunks into segments the way subtitles read: a segment ends after a word
-    that ends a sentence, before a pause longer than a second, when it reaches 30 s, and
-    (given each word's speaker) where the speaker changes."""
-    segments: list[Chunk] = []
-    current: list[Chunk] = []
-    for index, word in enumerate(words):
-        current.append(word)
-        following = words[index + 1] if index + 1 < len(words) else None
+def segment_ranges(pieces: Sequence[Chunk], speakers: Sequence[str] | None = None) -> list[range]:
+    """Where sentence-sized segments begin and end, as index ranges over ``pieces`` (words, or
+    Whisper's own segments): a segment ends after a piece that ends a sentence, before a pause
+    longer than a second, before it would outgrow ``MAX_SEGMENT_S``, and (given each piece's
+    speaker) where the speaker changes. Every piece lands in exactly one range, in order."""
+    ranges: list[range] = []
+    first = 0
+    for index, piece in enumerate(pieces):
+        following = pieces[index + 1] if index + 1 < len(pieces) else None
         if (
             following is None
             or (speakers is not None and speakers[index] != speakers[index + 1])
-            or word.text.strip().endswith(SENTENCE_ENDINGS)
-            or following.start - word.end > MAX_PAUSE_IN_SEGMENT_S
-            or following.end - current[0].start > MAX_SEGMENT_S
+            or piece.text.strip().endswith(SENTENCE_ENDINGS)
+            or following.start - piece.end > MAX_PAUSE_IN_SEGMENT_S
+            or following.end - pieces[first].start > MAX_SEGMENT_S
         ):
-            segments.append(Chunk(text=joined_text(current), start=current[0].start, end=current[-1].end))
-            current = []
-    return segments
+            ranges.append(range(first, index + 1))
+            first = index + 1
+    return ranges
+
+
+def group_words(words: Sequence[Chunk], speakers: Sequence[str] | None = None) -> list[Chunk]:
+    """Join word chunks into the sentence-sized segments of ``segment_ranges``."""
+    return [span_of(words[span.start : span.stop]) for span in segment_ranges(words, speakers)]
+
+
+def span_of(pieces: Sequence[Chunk]) -> Chunk:
+    """Consecutive pieces as one chunk: their text, from the first start to the last end."""
+    return Chunk(text=joined_text(pieces), start=pieces[0].start, end=pieces[-1].end)

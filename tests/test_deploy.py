@@ -120,3 +120,23 @@ def test_env_arguments_are_checked():
         deploy.spec_from_arguments(arguments, TOKEN)
     pinned = deploy.spec_from_arguments(deploy.parse_arguments(["--name", "n", "--repository", "r", "--min-replica", "1"]), None)
     assert pinned.scale_to_zero_timeout is None and pinned.secrets == {}
+
+
+def test_dry_run_without_a_namespace_shows_a_readable_placeholder(capsys):
+    import json
+
+    assert deploy.main(["--name", "demo", "--repository", "alice/r", "--token", TOKEN, "--dry-run"]) == 0
+    request = json.loads(capsys.readouterr().out)
+    assert request["url"].endswith("/endpoint/<namespace of the token>"), request["url"]
+
+
+@pytest.mark.parametrize("name", ["Bad_Name", "UPPER", "-leading", "trailing-", "under_score", "x" * 33, ""])
+def test_names_endpoints_would_refuse_fail_before_any_call(name, capsys):
+    with pytest.raises(SystemExit):
+        deploy.parse_arguments([f"--name={name}", "--repository", "alice/r", "--dry-run"])
+    assert "not a valid endpoint name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["a", "speaker-transcripts", "x" * 32, "v2-0"])
+def test_valid_names_pass(name):
+    assert deploy.parse_arguments(["--name", name, "--repository", "alice/r"]).name == name

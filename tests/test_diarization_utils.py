@@ -74,8 +74,15 @@ def test_text_after_the_last_turn_is_kept_not_dropped():
 
 
 def test_text_before_the_first_turn_is_kept():
-    segments = assign_speakers(words((0.0, 0.5), (2.0, 3.0)), [Turn("B", 1.0, 3.0)])
+    segments = assign_speakers(words((0.0, 0.5), (1.2, 3.0)), [Turn("B", 1.0, 3.0)])
     assert [(s.speaker, s.text) for s in segments] == [("B", "w0 w1")]
+
+
+def test_a_long_monologue_reads_as_its_sentences():
+    sentences = [Chunk(f" Sentence {n}.", n * 4.0, n * 4.0 + 3.8) for n in range(10)]  # 40 s of one speaker
+    segments = assign_speakers(sentences, [Turn("A", 0.0, 40.0)])
+    assert [s.text for s in segments] == [f"Sentence {n}." for n in range(10)]
+    assert {s.speaker for s in segments} == {"A"}
 
 
 def test_overlapping_turns_are_resolved_deterministically():

@@ -30,7 +30,8 @@ def manifest(tmp_path, speech_wav):
 def test_harness_writes_scores_for_every_entry(manifest, tiny_models, tiny_pyannote, tmp_path, speakers):
     source = ["--oracle-rttm"] if speakers == "oracle" else ["--diarization-model", str(tiny_pyannote)]
     out = tmp_path / f"out-{speakers}"
-    assert evaluate.main(["--manifest", str(manifest), "--asr-model", str(tiny_models["whisper"]), *source, "--out", str(out)]) == 0
+    arguments = ["--manifest", str(manifest), "--asr-model", str(tiny_models["whisper"]), *source, "--long-form", "chunked"]
+    assert evaluate.main([*arguments, "--out", str(out)]) == 0
     report = json.loads((out / "results.json").read_text())
     diarized, plain = report["rows"]
     for row in report["rows"]:

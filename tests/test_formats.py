@@ -9,7 +9,18 @@ import pytest
 import srt
 import webvtt
 
-from formats import Cue, cues_from_result, render, timestamp, to_srt, to_txt, to_vtt
+from formats import (
+    Cue,
+    SubtitleRules,
+    cues_from_result,
+    render,
+    rule_breaks,
+    subtitle_cues,
+    timestamp,
+    to_srt,
+    to_txt,
+    to_vtt,
+)
 
 DIARIZED = {
     "text": " Hello there. Hi! How are you?",
@@ -114,7 +125,7 @@ def test_vtt_escapes_reserved_characters_and_real_parsers_read_our_output():
     srt_text = to_srt(cues)
     subtitles = list(srt.parse(srt_text))
     assert [s.index for s in subtitles] == [1, 2, 3]
-    assert subtitles[1].content == "line one line two"
+    assert subtitles[1].content == "line one\nline two", "a blank line inside a cue would end it"
     assert subtitles[0].content == "Dr. <Who>: a <b> & c --> d"
     assert subtitles[2].start.total_seconds() == 3600.0
 
@@ -136,3 +147,70 @@ def test_found_by_fuzzing_rounding_and_huge_times():
     assert all(s.end > s.start for s in close)
     huge = to_vtt([Cue(1e308, 1e308, "far")])
     assert "-->" in huge and len(list(webvtt.from_buffer(io.StringIO(huge)))) == 1
+
+
+LONG_TURN = {  # one speaker reading for 20 s: a segment no subtitle may show whole
+    "text": "",
+    "chunks": [],
+    "speakers": [{
+        "speaker": "SPEAKER_00",
+        "text": "When the committee met on Tuesday it agreed to fund the new library, to repair the bridge "
+                "over the river before winter, and to ask the county for a study of the bus routes. Then it adjourned.",
+        "timestamp": [10.0, 30.0],
+    }, {"speaker": "SPEAKER_01", "text": "Thanks.", "timestamp": [30.2, 30.5]}],
+}
+
+
+def test_a_long_segment_becomes_cues_that_keep_the_rules():
+    cues = subtitle_cues(LONG_TURN)
+    assert rule_breaks(cues) == []
+    assert len(cues) >= 4 and cues[0].start == 10.0 and cues[-2].end == 30.0
+    spoken = " ".join(cue.text.replace("\n", " ") for cue in cues[:-1])
+    assert spoken == LONG_TURN["speakers"][0]["text"], "every word once, in order"
+    assert all(len(cue.text.split("\n")) <= 2 for cue in cues)
+    assert cues[-1].speaker == "SPEAKER_01", "a new speaker starts a new cue"
+    assert cues[-2].text == "Then it adjourned.", "a sentence end ends a cue"
+
+
+def test_short_cues_stay_up_long_enough_but_never_into_the_next():
+    result = {"chunks": [], "speakers": [
+        {"speaker": "A", "text": "Yes.", "timestamp": [1.0, 1.2]},
+        {"speaker": "A", "text": "No.", "timestamp": [5.0, 5.3]},
+        {"speaker": "B", "text": "Maybe.", "timestamp": [5.5, 6.0]},
+        {"speaker": "B", "text": "Sure.", "timestamp": [6.1, 6.3]},
+    ]}
+    cues = subtitle_cues(result)
+    assert [(cue.start, cue.end) for cue in cues] == [(1.0, 1.8), (5.0, 5.5), (5.5, 6.3)]
+    assert cues[-1].text == "Maybe. Sure.", "a sentence too short to read alone joins the next one"
+    assert rule_breaks(cues) == []
+    assert rule_breaks([Cue(1.0, 1.2, "Yes."), Cue(5.0, 6.0, "No.")]) == [
+        "cue 1: 0.20 s on screen, though the next cue leaves room"
+    ]
+
+
+def test_word_times_place_the_cue_boundaries():
+    words = [(" One", 0.0, 0.4), (" two", 0.5, 0.9), (" three.", 1.0, 1.5), (" Four", 1.6, 2.0), (" five.", 2.1, 2.6)]
+    result = {"speakers": [], "chunks": [{"text": t, "timestamp": [a, b], "speaker": "A"} for t, a, b in words]}
+    result["speakers"] = [{"speaker": "A", "text": "One two three. Four five.", "timestamp": [0.0, 2.6]}]
+    cues = subtitle_cues(result)
+    assert [(cue.start, cue.end, cue.text) for cue in cues] == [(0.0, 1.5, "One two three."), (1.6, 2.6, "Four five.")]
+
+
+def test_rules_are_parameters():
+    cues = subtitle_cues(LONG_TURN, SubtitleRules(max_line_chars=20, max_lines=1, max_cue_s=3.0))
+    assert rule_breaks(cues, SubtitleRules(max_line_chars=20, max_lines=1, max_cue_s=3.0)) == []
+    assert all("\n" not in cue.text and len(cue.text) <= 20 for cue in cues if cue.speaker is None)
+    with pytest.raises(ValueError, match="unusable subtitle rules"):
+        SubtitleRules(min_cue_s=8.0)
+
+
+def test_txt_reads_as_prose():
+    words = [(" Hello", 0.0, 0.4), (" there.", 0.5, 0.9), (" How", 1.0, 1.2), (" are", 1.2, 1.4), (" you?", 1.4, 1.6)]
+    plain = {"speakers": [], "chunks": [{"text": t, "timestamp": [a, b]} for t, a, b in words]}
+    assert render(plain, "txt") == "Hello there.\nHow are you?\n"
+    diarized = {"chunks": [], "speakers": [
+        {"speaker": "A", "text": "Hello there.", "timestamp": [0.0, 0.9]},
+        {"speaker": "A", "text": "How are you?", "timestamp": [1.0, 1.6]},
+        {"speaker": "B", "text": "Fine.", "timestamp": [2.0, 2.4]},
+    ]}
+    assert render(diarized, "txt") == "A: Hello there. How are you?\nB: Fine.\n"

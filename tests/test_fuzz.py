@@ -23,7 +23,7 @@ from config import parse_parameters
 from diarization_utils import UNKNOWN_SPEAKER, Turn, group_by_speaker, word_speakers
 from errors import InvalidRequestError
 from formats import Cue, to_srt, to_vtt
-from transcript import Chunk
+from transcript import MAX_PAUSE_IN_SEGMENT_S, MAX_SEGMENT_S, SENTENCE_ENDINGS, Chunk
 
 SCALE = int(os.environ.get("FUZZ_EXAMPLES", "1"))
 json_values = st.recursive(
@@ -83,7 +83,12 @@ def test_every_word_gets_one_speaker_and_none_is_lost(case):
     assert set(speakers) <= ({turn.speaker for turn in turns} or {UNKNOWN_SPEAKER})
     segments = group_by_speaker(words, speakers)
     assert "".join(s.text for s in segments).replace(" ", "") == "".join(w.text for w in words).replace(" ", "")
-    assert all(a.speaker != b.speaker for a, b in pairwise(segments))
+    # one speaker's neighbouring segments are split only where a sentence, a pause or the length cap says
+    assert all(
+        a.speaker != b.speaker or a.text.endswith(SENTENCE_ENDINGS) or b.start - a.end > MAX_PAUSE_IN_SEGMENT_S
+        or b.end - a.start > MAX_SEGMENT_S
+        for a, b in pairwise(segments)
+    )
 
 
 any_time = st.floats(allow_nan=True, allow_infinity=True) | st.none()
@@ -129,3 +134,22 @@ def test_server_never_answers_500(server_url):
         fuzz_operation(result.ok(), server_url, calls)
     assert set(calls) >= {"POST /", "POST /predict", "POST /v1/audio/transcriptions", "POST /v1/audio/translations", "GET /health"}
     print(f"schemathesis calls per operation: {calls}")
+
+
+segment_text = st.lists(st.text(alphabet=st.characters(blacklist_categories=("Z", "C")), min_size=1, max_size=60), min_size=1, max_size=40)
+
+
+@settings(max_examples=200 * SCALE, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 600), st.floats(0, 40), segment_text, st.sampled_from(["A", "SPEAKER_00", None])), max_size=8))
+def test_subtitle_cues_always_keep_the_rules_and_every_word(raw):
+    from formats import rule_breaks, subtitle_cues
+
+    segments = sorted(raw, key=lambda item: item[0])
+    result = {"chunks": [], "speakers": [
+        {"speaker": speaker or "B", "text": " ".join(words), "timestamp": [start, start + length]}
+        for start, length, words, speaker in segments
+    ]}
+    cues = subtitle_cues(result)
+    assert rule_breaks(cues) == []
+    written = "".join(cue.text.replace("\n", "").replace(" ", "") for cue in cues)
+    assert written == "".join("".join(words) for _, _, words, _ in segments)

@@ -239,6 +239,33 @@ def test_progress_reports_seconds_decoded(plain_handler, speech_wav):
     assert seen[-1] == pytest.approx(len(long_audio) / 16000, abs=0.01)
 
 
+def test_progress_moves_during_one_batch(plain_handler, speech_wav):
+    """At the default batch size a minute is one batch; the bar must still move while it decodes
+    (with the default speech-aligned decoding; ``chunked`` moves once per batch of windows)."""
+    from audio import decode_file
+
+    speech = decode_file(speech_wav).samples
+    pause = np.zeros(8000, dtype=np.float32)
+    minute = np.tile(np.concatenate([speech, pause]), 18)  # 59 s
+    seen: list[float] = []
+    plain_handler({"inputs": {"array": minute, "sampling_rate": 16000}, "parameters": {"language": "en"}},
+                  on_progress=seen.append)
+    before_the_end = [seconds for seconds in seen if seconds < len(minute) / 16000 - 0.01]
+    assert len(set(before_the_end)) >= 3 and seen == sorted(seen), seen
+
+
+def test_speech_aligned_pieces_put_text_on_the_file_clock(plain_handler, speech_wav):
+    """Speech after 20 s of silence: nothing is decoded in the silence, and times are the file's."""
+    from audio import decode_file
+
+    speech = decode_file(speech_wav).samples
+    audio = np.concatenate([np.zeros(20 * 16000, dtype=np.float32), speech, np.zeros(16000, dtype=np.float32)])
+    result = plain_handler({"inputs": {"array": audio, "sampling_rate": 16000}, "parameters": {"language": "en"}})
+    assert_well_formed(result, len(audio) / 16000)
+    assert result["chunks"] and all(chunk["timestamp"][0] >= 19.7 for chunk in result["chunks"]), result["chunks"]
+    assert all(chunk["timestamp"][1] <= 20 + SPEECH_SECONDS + 0.3 for chunk in result["chunks"])
+
+
 def test_duration_limit_applies_to_the_handler(tiny_models, speech_wav, monkeypatch):
     monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper_en"]))
     monkeypatch.setenv("MAX_AUDIO_SECONDS", "2")

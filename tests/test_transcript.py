@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transcript import Chunk, close_timestamps, group_words, joined_text
+from transcript import MAX_SEGMENT_S, Chunk, close_timestamps, group_words, joined_text
 
 
 def raw(*spans):
@@ -55,9 +55,9 @@ def test_group_words_breaks_at_sentence_ends_and_pauses():
     assert grouped == [Chunk("Hello there.", 0.0, 0.9), Chunk("How are you", 1.0, 1.6), Chunk("today", 3.0, 3.4)]
 
 
-def test_group_words_caps_segments_at_thirty_seconds_and_keeps_every_word():
+def test_group_words_caps_segment_length_and_keeps_every_word():
     many = [Chunk(f" w{i}", i * 0.5, i * 0.5 + 0.4) for i in range(200)]  # 100 s without punctuation
     grouped = group_words(many)
-    assert all(segment.end - segment.start <= 30.0 for segment in grouped)
+    assert all(segment.end - segment.start <= MAX_SEGMENT_S for segment in grouped)
     assert " ".join(segment.text for segment in grouped).split() == [f"w{i}" for i in range(200)]
     assert group_words([]) == []
