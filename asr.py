@@ -142,13 +142,16 @@ class SpeechRecognizer:
         duration: float,
         on_progress: Callable[[float], None] | None = None,
         pieces: Sequence[Piece] | None = None,
+        on_segment: Callable[[Chunk], None] | None = None,
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
 
         With ``pieces`` (speech-aligned long form, ``long_form.py``) only those stretches are
         decoded, in batches, and their times put back on the file's clock; without, the
         transformers chunked pipeline decodes the whole file in overlapping windows.
-        ``on_progress`` hears, while decoding, about how many seconds of audio are done.
+        ``on_progress`` hears, while decoding, about how many seconds of audio are done, and
+        ``on_segment`` gets each chunk as soon as its piece is decoded (in order; the chunked
+        pipeline only hands chunks over at the end).
         """
         language = config.language
         generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
@@ -170,8 +173,10 @@ class SpeechRecognizer:
             if pieces is None:
                 raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
             else:
-                raw_chunks = self._decode_pieces(samples, pieces, duration, options, on_progress)
+                raw_chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
         chunks = close_timestamps(raw_chunks, duration)
+        for chunk in chunks if pieces is None and on_segment is not None else ():
+            on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
 
     def _decode_chunked(
@@ -198,6 +203,7 @@ class SpeechRecognizer:
         duration: float,
         options: dict[str, Any],
         on_progress: Callable[[float], None] | None,
+        on_segment: Callable[[Chunk], None] | None,
     ) -> list[dict[str, Any]]:
         """Each piece is one short-form input; the pipeline batches them as they are handed out."""
         progress = _PieceProgress(pieces, duration, on_progress)
@@ -209,7 +215,10 @@ class SpeechRecognizer:
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step)
         try:
             for piece, result in zip(pieces, self.pipeline(inputs, **options), strict=True):
-                raw_chunks.extend(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE))
+                placed = on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE)
+                raw_chunks.extend(placed)
+                for chunk in close_timestamps(placed, duration) if on_segment is not None else ():
+                    on_segment(chunk)
                 progress.piece_done()
         finally:
             handle.remove()

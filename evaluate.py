@@ -239,8 +239,8 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], diarization: d
             f"| {_percent(scores.get('attribution_accuracy'))} | {_percent(scores.get('cpwer'))} |"
         )
     if diarization:
-        lines += ["", "| diarization | speakers found / ref | DER | DER ±0.25 s collar | missed | false alarm | confusion "
-                  "| s diarization / ASR alone |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["", ("| diarization | speakers found / ref | DER | DER ±0.25 s collar | missed | false alarm | confusion "
+                   "| s diarization / ASR alone |"), "|---|---|---|---|---|---|---|---|"]
         totals = [{"file": f"all {kind}", "diarization": scores} for kind, scores in diarization.items()]
         for row in [row for row in rows if "diarization" in row] + totals:
             scores = row["diarization"]

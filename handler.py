@@ -81,8 +81,15 @@ class EndpointHandler:
         """What the loaded models can do; diarization follows whatever the seam holds now."""
         return replace(self.recognizer.capabilities, has_diarization=self.diarization_pipeline is not None)
 
-    def __call__(self, data: Any, on_progress: Callable[[float], None] | None = None) -> dict[str, Any]:
-        """Serve one request; ``on_progress`` (seconds of audio decoded so far) feeds progress bars."""
+    def __call__(
+        self,
+        data: Any,
+        on_progress: Callable[[float], None] | None = None,
+        on_segment: Callable[[Chunk], None] | None = None,
+    ) -> dict[str, Any]:
+        """Serve one request. ``on_progress`` (seconds of audio decoded so far) feeds progress bars;
+        ``on_segment`` receives Whisper's chunks as they are decoded, before speakers are known
+        (for streaming responses)."""
         if not isinstance(data, Mapping) or "inputs" not in data:
             raise InvalidRequestError('the request body must be a JSON object with "inputs" (base64 audio) and optional "parameters"')
         config, warnings = parse_parameters(data.get("parameters"))
@@ -90,7 +97,7 @@ class EndpointHandler:
         config, warnings = resolved.config, warnings + resolved.warnings
         audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds)
         with self._lock:
-            return self._transcribe(audio, config, warnings, on_progress)
+            return self._transcribe(audio, config, warnings, on_progress, on_segment)
 
     def _transcribe(
         self,
@@ -98,6 +105,7 @@ class EndpointHandler:
         config: InferenceConfig,
         warnings: list[str],
         on_progress: Callable[[float], None] | None,
+        on_segment: Callable[[Chunk], None] | None,
     ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
         auto = config.assisted == "auto"
@@ -119,7 +127,7 @@ class EndpointHandler:
         )
         started = time.perf_counter()
         try:
-            transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress, pieces)
+            transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress, pieces, on_segment)
         finally:  # even when ASR fails, the next request must find pyannote idle
             turns = diarization.result() if diarization is not None else None
         if auto:

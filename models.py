@@ -320,7 +320,7 @@ def check_hub_model(name: str, token: str | None, variable: str) -> None:
             f"{variable}={name} is not on the Hugging Face Hub, or is private (set HF_TOKEN), and is no local folder; "
             f"embedded models work without the Hub: {', '.join(REGISTRY)}"
         ) from None
-    except Exception as error:  # connection refused, DNS, timeout, offline mode: all mean "unreachable"
+    except Exception as error:  # noqa: BLE001 (connection refused, DNS, timeout, offline mode: all mean "unreachable")
         raise EmbeddedModelError(
             f"{variable}={name} cannot be fetched: the Hugging Face Hub is unreachable ({type(error).__name__}). "
             f"Use the embedded {variable}={alternative} (no Hub needed), a local folder, or a network that reaches the "
@@ -340,8 +340,8 @@ def _writable_cache() -> Path:
     root = cache_dir()
     try:
         root.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=root, prefix=".write-test-")
-        probe.close()
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".write-test-"):
+            pass
     except OSError as error:
         raise EmbeddedModelError(
             f"the model cache {root} is not writable ({error.strerror or error}); set {CACHE_ENV} to a folder you can write"

@@ -123,6 +123,29 @@ def diarized_json(result: Mapping[str, Any], task: Literal["transcribe", "transl
     return DiarizedTranscription(task=task, duration=result.get("duration") or 0.0, text=result["text"], segments=segments)
 
 
+STREAMABLE_FORMATS = ("json", "text", "diarized_json")
+
+
+def delta_event(chunk: Chunk, first: bool) -> dict[str, Any]:
+    """``transcript.text.delta`` for one decoded chunk. The deltas concatenate to the final text;
+    ``start``/``end`` (seconds) are our extension, so a client can show timed text as it comes."""
+    text = chunk.text.lstrip() if first else chunk.text
+    return {"type": "transcript.text.delta", "delta": text, "start": chunk.start, "end": chunk.end}
+
+
+def closing_events(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """After the last delta: when diarized, one ``transcript.text.segment`` per speaker segment
+    (speakers are only known once decoding is done; OpenAI's segment event always names one),
+    then ``transcript.text.done``."""
+    events: list[dict[str, Any]] = [
+        {"type": "transcript.text.segment", "id": f"seg_{index}", "start": start, "end": end, "text": text, "speaker": speaker}
+        for index, (start, end, text, speaker) in enumerate(_segments(result, word_level=False))
+        if speaker
+    ]
+    events.append({"type": "transcript.text.done", "text": result["text"], "warnings": list(result.get("warnings") or [])})
+    return events
+
+
 def language_name(code: str | None) -> str | None:
     """OpenAI reports the language by name (``english``), the handler by code (``en``)."""
     return LANGUAGES.get(code, code) if code else None

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, SecretStr
 from starlette.datastructures import UploadFile as StarletteUploadFile
@@ -42,12 +42,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from config import ServerSettings
 from errors import AudioTooLongError, InvalidRequestError
 from openai_api import (
+    STREAMABLE_FORMATS,
     TEXT_FORMATS,
     DiarizedTranscription,
     Granularity,
     ResponseFormat,
     TranscriptionJson,
     VerboseTranscription,
+    closing_events,
+    delta_event,
     diarized_json,
     render_text,
     return_timestamps_for,
@@ -65,7 +68,7 @@ class Handler(Protocol):
     configured: Any  # the settings as configured: model names, not cache folders
     capabilities: Any
 
-    def __call__(self, data: Any) -> dict[str, Any]: ...
+    def __call__(self, data: Any, **callbacks: Any) -> dict[str, Any]: ...
 
 
 class ServiceError(Exception):
@@ -88,7 +91,8 @@ class InferenceQueue:
         self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
         self._recent_seconds: deque[float] = deque(maxlen=20)
 
-    async def run(self, data: dict[str, Any]) -> dict[str, Any]:
+    async def run(self, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
+        """The handler's answer to ``data``; ``callbacks`` (``on_segment``) go to the handler."""
         if self.pending > self.max_queue:
             raise ServiceError(
                 503,
@@ -96,7 +100,7 @@ class InferenceQueue:
                 {"Retry-After": str(self.retry_after_s())},
             )
         self.pending += 1
-        future = asyncio.get_running_loop().run_in_executor(self._executor, self._timed_call, data)
+        future = asyncio.get_running_loop().run_in_executor(self._executor, self._timed_call, data, callbacks)
         future.add_done_callback(self._finished)
         try:
             # shield: a timed-out or abandoned request keeps its place until the model is free
@@ -115,10 +119,10 @@ class InferenceQueue:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    def _timed_call(self, data: dict[str, Any]) -> dict[str, Any]:
+    def _timed_call(self, data: dict[str, Any], callbacks: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
         try:
-            return self.handler(data)
+            return self.handler(data, **callbacks)
         except (InvalidRequestError, ServiceError):
             raise
         except Exception as error:  # a bug or a device failure: log it here, tell the client little
@@ -264,6 +268,7 @@ class OpenAIOptions(BaseModel):
     min_speakers: int | None = None
     max_speakers: int | None = None
     assisted: bool | None = None
+    stream: bool = Field(default=False, description="answer with server-sent events as the audio is decoded")
 
 
 class TranscriptionOptions(OpenAIOptions):
@@ -340,9 +345,51 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(StartupFailureInOneLine)
     _add_error_handlers(app, settings)
 
-    async def infer(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    async def infer(request: Request, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
         queue: InferenceQueue = request.app.state.queue
-        return await queue.run(data)
+        return await queue.run(data, **callbacks)
+
+    async def streamed(request: Request, data: dict[str, Any]) -> Response:
+        """Server-sent events as OpenAI streams transcriptions: a ``transcript.text.delta`` per
+        decoded chunk, then the segments (with speakers) and ``transcript.text.done``.
+
+        The response starts with the first chunk, so a request the handler refuses (bad audio
+        or parameters, audio too long, a full queue) still gets its 4xx; a failure after that
+        arrives as an ``error`` event, the only way left to tell the client."""
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue[Any] = asyncio.Queue()
+        work = asyncio.ensure_future(
+            infer(request, data, on_segment=lambda chunk: loop.call_soon_threadsafe(chunks.put_nowait, chunk))
+        )
+        next_chunk = asyncio.ensure_future(chunks.get())
+        await asyncio.wait({work, next_chunk}, return_when=asyncio.FIRST_COMPLETED)
+        if not next_chunk.done() and work.exception() is not None:
+            next_chunk.cancel()
+            raise work.exception()  # answered by the error handlers, as without streaming
+
+        async def events() -> AsyncIterator[str]:
+            waiting = next_chunk
+            first = True
+            while True:  # chunks are queued before the work is marked done, so none is lost
+                done, _ = await asyncio.wait({waiting, work}, return_when=asyncio.FIRST_COMPLETED)
+                if waiting not in done:
+                    break
+                yield _server_sent(delta_event(waiting.result(), first))
+                first = False
+                waiting = asyncio.ensure_future(chunks.get())
+            waiting.cancel()
+            while not chunks.empty():
+                yield _server_sent(delta_event(chunks.get_nowait(), first))
+                first = False
+            if work.exception() is not None:
+                status, message = _status_of(work.exception())
+                kind = "invalid_request_error" if status < 500 else "server_error"
+                yield _server_sent({"type": "error", "error": {"message": message, "type": kind, "code": status}})
+                return
+            for event in closing_events(work.result()):
+                yield _server_sent(event)
+
+        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     endpoint_body = {
         "requestBody": {
@@ -427,7 +474,15 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
             "assisted": options.assisted,
         }
         audio = await file.read()
-        result = await infer(request, {"inputs": audio, "parameters": {k: v for k, v in parameters.items() if v is not None}})
+        data = {"inputs": audio, "parameters": {k: v for k, v in parameters.items() if v is not None}}
+        if options.stream:
+            if options.response_format not in STREAMABLE_FORMATS:
+                raise InvalidRequestError(
+                    f"stream=true answers with server-sent events; send response_format {', '.join(STREAMABLE_FORMATS)}, "
+                    f"not {options.response_format}"
+                )
+            return await streamed(request, data)
+        result = await infer(request, data)
         headers = {"X-Model": options.model}
         if options.response_format in TEXT_FORMATS:
             media = TEXT_FORMATS[options.response_format]
@@ -524,6 +579,21 @@ def _parameters_field(value: Any) -> dict[str, Any]:
     return parameters
 
 
+def _server_sent(event: dict[str, Any]) -> str:
+    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+def _status_of(error: BaseException) -> tuple[int, str]:
+    """The status and message an error handler would answer ``error`` with (for stream events)."""
+    if isinstance(error, ServiceError):
+        return error.status, error.message
+    if isinstance(error, AudioTooLongError):
+        return 413, str(error)
+    if isinstance(error, InvalidRequestError):
+        return 400, str(error)
+    return 500, "internal error while processing the audio; the server log has the details"
+
+
 def _add_error_handlers(app: FastAPI, settings: ServerSettings) -> None:
     def on(error_type: type[Exception]) -> Callable[[Callable[..., JSONResponse]], Callable[..., Awaitable[JSONResponse]]]:
         def register(build: Callable[..., JSONResponse]) -> Callable[..., Awaitable[JSONResponse]]:
@@ -535,17 +605,12 @@ def _add_error_handlers(app: FastAPI, settings: ServerSettings) -> None:
 
         return register
 
-    @on(ServiceError)
-    def service_error(path: str, error: ServiceError) -> JSONResponse:
-        return error_response(path, error.status, error.message, error.headers)
+    async def refused(request: Request, error: Exception) -> JSONResponse:
+        status, message = _status_of(error)
+        return error_response(request.url.path, status, message, getattr(error, "headers", None))
 
-    @on(AudioTooLongError)
-    def too_long(path: str, error: AudioTooLongError) -> JSONResponse:
-        return error_response(path, 413, str(error))
-
-    @on(InvalidRequestError)
-    def invalid(path: str, error: InvalidRequestError) -> JSONResponse:
-        return error_response(path, 400, str(error))
+    for refusal in (ServiceError, InvalidRequestError):  # AudioTooLongError is an InvalidRequestError (413)
+        app.add_exception_handler(refusal, refused)
 
     @on(RequestValidationError)
     def schema(path: str, error: RequestValidationError) -> JSONResponse:

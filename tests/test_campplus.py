@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from embedded_models.campplus import EMBEDDING_SIZE, CamPlusPlus, save_pyannote_checkpoint
+from embedded_models.campplus import (
+    EMBEDDING_SIZE,
+    CamPlusPlus,
+    save_pyannote_checkpoint,
+)
 
 
 @pytest.fixture(scope="module")

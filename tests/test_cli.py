@@ -81,11 +81,17 @@ def test_assisted_run_and_parameters(tiny_models, audio_files, monkeypatch, caps
     assert cli.main([str(audio_files["good"]), "--assistant", "--timestamps", "word", "--language", "en"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert any("batch_size 24 was reduced to 1" in warning for warning in result["warnings"])
-    arguments = cli.parse_arguments(["x.wav", "--num-speakers", "3", "--prompt", "Names: Ada."])
+    arguments = cli.parse_arguments(["x.wav", "--num-speakers", "3", "--prompt", "Names: Ada.", "--long-form", "chunked"])
     assert cli.request_parameters(arguments) == {
-        "task": "transcribe", "return_timestamps": "segment", "assisted": False,
+        "task": "transcribe", "return_timestamps": "segment", "assisted": False, "long_form": "chunked",
         "prompt": "Names: Ada.", "num_speakers": 3,
     }
+
+
+def test_subtitle_rules_from_the_command_line(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(audio_files["good"]), "--max-cue-seconds", "9", "--min-cue-seconds", "10"]) == 2
+    assert "unusable subtitle rules" in capsys.readouterr().err
 
 
 def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(monkeypatch, audio_files):

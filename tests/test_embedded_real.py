@@ -15,7 +15,13 @@ import pytest
 
 from config import ModelSettings
 from diarization_utils import UNKNOWN_SPEAKER
-from scoring import attribution, english_normaliser, load_manifest, word_errors, words_of
+from scoring import (
+    attribution,
+    english_normaliser,
+    load_manifest,
+    word_errors,
+    words_of,
+)
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "two-readers.wav"
 READER_A, READER_B = (0.0, 2.786), (3.786, 10.886)  # seconds in the sample
@@ -87,15 +93,20 @@ def test_trained_embeddings_tell_the_readers_apart(handler):
 @pytest.mark.skipif(not (DEV_AUDIO / "manifest.json").is_file(), reason="needs ../shared/dev-audio (the dev conversations)")
 def test_dev_conversation_through_the_handler(handler):
     """The 59-s two-speaker stand-up (synthetic voices, reference turns): 2 speakers found,
-    every word attributed, and most of the words Whisper transcribed to the right speaker.
+    every word attributed, most of the words Whisper transcribed to the right speaker, segments
+    a person can read and subtitles that keep the rules.
 
-    The WER bound is loose on purpose: whisper-tiny.en through the transformers chunked
-    pipeline drops most of one 30-s window's text on this file (42 % WER; whisper-base gets it
-    nearly all), the long-form defect the long-form issue replaces the chunked pipeline for."""
+    whisper-tiny.en through the transformers chunked pipeline dropped most of one 30-s window's
+    text on this file (42 % WER); decoded as speech-aligned pieces it does not."""
+    from formats import rule_breaks, subtitle_cues
+
     entry = next(entry for entry in load_manifest(DEV_AUDIO / "manifest.json") if entry.name == "conv01_standup_2spk.wav")
     result = handler({"inputs": entry.audio.read_bytes()})
     normalise = english_normaliser()
-    assert word_errors(words_of(entry.text, normalise), words_of(result["text"], normalise)).rate <= 0.5
+    assert word_errors(words_of(entry.text, normalise), words_of(result["text"], normalise)).rate <= 0.2
+    lengths = sorted(segment["timestamp"][1] - segment["timestamp"][0] for segment in result["speakers"])
+    assert lengths[-1] <= 15.0 and lengths[len(lengths) // 2] <= 10.0, lengths
+    assert rule_breaks(subtitle_cues(result)) == []
     assert len({segment["speaker"] for segment in result["speakers"]}) == 2
     hypothesis = [(word, segment["speaker"]) for segment in result["speakers"] for word in words_of(segment["text"], normalise)]
     assert len(hypothesis) == len(words_of(result["text"], normalise))
@@ -126,7 +137,7 @@ def test_the_cli_on_real_models_prints_the_transcript_and_no_library_warnings(ha
     root = Path(__file__).resolve().parents[1]
     completed = subprocess.run(
         [sys.executable, "cli.py", str(SAMPLE), "--asr-model", "whisper-tiny.en", "--format", "txt", "--timestamps", "word"],
-        cwd=root, env={**os.environ, "DIARIZATION_MODEL": "pyannote-campplus"}, capture_output=True, text=True, timeout=300,
+        cwd=root, env={**os.environ, "DIARIZATION_MODEL": "pyannote-campplus"}, capture_output=True, text=True, timeout=300, check=False,
     )
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
