@@ -155,6 +155,15 @@ def test_silence_and_noise_are_empty_results_not_errors(handler):
         assert "no speech detected" in result["warnings"] and result["decoding"] == "none"
 
 
+@pytest.mark.parametrize("long_form", ["vad", "chunked"])
+def test_with_the_gate_off_audio_without_speech_is_decoded_anyway(plain_handler, monkeypatch, long_form):
+    """SPEECH_GATE=false: a user whose audio Silero misses (music, singing) still gets Whisper's reading."""
+    monkeypatch.setattr(plain_handler, "settings", plain_handler.settings.model_copy(update={"speech_gate": False}))
+    silence = np.zeros(16000 * 3, dtype=np.float32)
+    result = plain_handler({"inputs": {"array": silence, "sampling_rate": 16000}, "parameters": {"long_form": long_form}})
+    assert result["decoding"] != "none" and "no speech detected" not in result["warnings"]
+
+
 def test_speaker_hints_without_diarization_warn(plain_handler, speech_wav):
     result = plain_handler({"inputs": b64(speech_wav), "parameters": {"num_speakers": 2}})
     assert any("no diarization model is loaded" in warning for warning in result["warnings"])
