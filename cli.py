@@ -95,6 +95,9 @@ def load_handler(arguments: argparse.Namespace) -> Any:
         "asr_model": arguments.asr_model or settings.asr_model,
         "assistant_model": (arguments.assistant_model or settings.assistant_model) if arguments.assistant else None,
         "diarization_model": None if arguments.diarize is False else arguments.diarization_model or settings.diarization_model,
+        # A server warms up so its first request is not the slow one; a CLI run's first file pays
+        # for initialisation either way, so warming up would only add time (0.5 s with whisper-base).
+        "warmup": settings.warmup if "warmup" in settings.model_fields_set else False,
     }
     if arguments.assistant and not overrides["assistant_model"]:
         raise SystemExit("--assistant needs an assistant model: set ASSISTANT_MODEL or pass --assistant-model")

@@ -105,6 +105,7 @@ def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(mo
     cli.load_handler(cli.parse_arguments([str(audio_files["good"])]))
     cli.load_handler(cli.parse_arguments([str(audio_files["good"]), "--no-diarize"]))
     assert (built[0].asr_model, built[0].diarization_model) == ("whisper-base", "pyannote-campplus")
+    assert built[0].warmup is False, "a CLI run has no second request for a warm-up to speed up"
     assert (built[1].asr_model, built[1].diarization_model) == ("whisper-base", None)
     assert "diarize" not in cli.request_parameters(cli.parse_arguments([str(audio_files["good"])]))
 
