@@ -235,7 +235,12 @@ class SpeechRecognizer:
 
     def _prompt_ids(self, prompt: str) -> torch.Tensor:
         """The prompt as Whisper's ``<|startofprev|>`` prefix; it has room for half its context."""
-        prompt_ids = self.processor.get_prompt_ids(prompt, return_tensors="pt")
+        try:
+            prompt_ids = self.processor.get_prompt_ids(prompt, return_tensors="pt")
+        except ValueError:  # transformers refuses special tokens in a prompt ("<|endoftext|>", "<|0.00|>")
+            raise InvalidRequestError(
+                "the prompt contains Whisper's special tokens (text like <|endoftext|> or <|0.00|>); send plain text"
+            ) from None
         room = self.model.config.max_target_positions // 2 - 1
         if len(prompt_ids) - 1 > room:
             raise InvalidRequestError(

@@ -21,7 +21,7 @@ from typing import Any
 import av
 import numpy as np
 
-from errors import AudioTooLongError, InvalidRequestError
+from errors import AudioTooLongError, InvalidRequestError, shown
 
 SAMPLING_RATE = 16000
 # A container whose header promises this much more than could be decoded was cut short.
@@ -58,9 +58,9 @@ def decode_inputs(inputs: Any, sampling_rate: int = SAMPLING_RATE, max_seconds: 
         samples = inputs.get("array", inputs.get("raw"))
         if samples is None:
             raise InvalidRequestError("'inputs' as an object needs an 'array' (or 'raw') list of samples")
-        return _within_limit(from_array(samples, inputs.get("sampling_rate", sampling_rate)), max_seconds)
+        return _within_limit(from_array(samples, inputs.get("sampling_rate", sampling_rate), max_seconds), max_seconds)
     if isinstance(inputs, (list, tuple, np.ndarray)):
-        return _within_limit(from_array(inputs, sampling_rate), max_seconds)
+        return _within_limit(from_array(inputs, sampling_rate, max_seconds), max_seconds)
     raise InvalidRequestError(
         f"'inputs' must be base64-encoded audio, raw audio bytes or an array of samples, not {type(inputs).__name__}"
     )
@@ -97,20 +97,26 @@ def _within_limit(audio: DecodedAudio, max_seconds: float | None) -> DecodedAudi
     return audio
 
 
-def from_array(samples: Any, sampling_rate: Any) -> DecodedAudio:
-    """Accept already-decoded samples (mono, or channels-first) and bring them to 16 kHz mono."""
+def from_array(samples: Any, sampling_rate: Any, max_seconds: float | None = None) -> DecodedAudio:
+    """Accept already-decoded samples (mono, or channels-first) and bring them to 16 kHz mono.
+
+    The duration limit is checked on the sample count and rate, before resampling: 2.4 M samples
+    at 1 kHz are 40 min at 16 kHz, and resampling them first cost 1 GB only to refuse them.
+    """
     if not isinstance(sampling_rate, int) or isinstance(sampling_rate, bool) or not 1000 <= sampling_rate <= 384000:
-        raise InvalidRequestError(f"sampling_rate must be an integer between 1000 and 384000 Hz, got {sampling_rate!r}")
+        raise InvalidRequestError(f"sampling_rate must be an integer between 1000 and 384000 Hz, got {shown(sampling_rate)}")
     try:
         array = np.asarray(samples, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InvalidRequestError("the audio array must contain only numbers") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer too large for any float
+        raise InvalidRequestError("the audio array must contain only numbers (within float range)") from None
     if array.ndim == 2:
         array = array.mean(axis=0 if array.shape[0] <= array.shape[1] else 1)
     if array.ndim != 1:
         raise InvalidRequestError(f"the audio array must be 1-D (or channels x samples), got shape {array.shape}")
     if array.size == 0:
         raise InvalidRequestError("the audio array is empty")
+    if max_seconds is not None and array.size / sampling_rate > max_seconds:
+        raise _too_long(array.size / sampling_rate, max_seconds)
     if not np.isfinite(array).all():
         raise InvalidRequestError("the audio array contains NaN or infinite values")
     if sampling_rate != SAMPLING_RATE:
@@ -150,6 +156,8 @@ def _decode_container(data: bytes, max_seconds: float | None = None) -> DecodedA
         raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
     if samples.size == 0:
         raise InvalidRequestError("the file holds no audio samples (is it empty or cut short?)")
+    if not np.isfinite(samples).all():  # one NaN turns Whisper's features to NaN: "!!!!" at 10x the time
+        raise InvalidRequestError("the audio contains NaN or infinite sample values; send finite samples")
     decoded = len(samples) / SAMPLING_RATE
     if declared is not None and declared - decoded > max(TRUNCATION_TOLERANCE_S, TRUNCATION_TOLERANCE_RATIO * declared):
         raise InvalidRequestError(
@@ -168,12 +176,37 @@ def _resampled(frames: Iterable[av.AudioFrame | None], max_seconds: float | None
     limit = None if max_seconds is None else int(max_seconds * SAMPLING_RATE)
     pieces, total = [], 0
     for frame in chain(frames, [None]):
-        for out in resampler.resample(frame):
+        for out in resampler.resample(_mono(frame) if frame is not None else None):
             pieces.append(out.to_ndarray().reshape(-1))
             total += len(pieces[-1])
             if limit is not None and total > limit:
                 raise _too_long(total / SAMPLING_RATE, max_seconds)
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
+
+_FULL_SCALE = {np.dtype(np.uint8): 128.0, np.dtype(np.int16): 2.0**15, np.dtype(np.int32): 2.0**31, np.dtype(np.int64): 2.0**63}
+
+
+def _mono(frame: av.AudioFrame) -> av.AudioFrame:
+    """Several channels averaged with equal weights, as a mono float frame.
+
+    libswresample refuses layouts it has no downmix matrix for (9, 32 or 64 channels failed with
+    "Invalid argument") and weights the ones it knows unequally (an 8-channel sine came out at
+    1.08 of full scale: clipped). Every channel counts the same here, whatever the count.
+    """
+    if len(frame.layout.channels) == 1:
+        return frame
+    channels = len(frame.layout.channels)
+    data = frame.to_ndarray()
+    data = data if frame.format.is_planar else data.reshape(-1, channels).T
+    scale = _FULL_SCALE.get(data.dtype)
+    samples = data.astype(np.float64)
+    if data.dtype == np.uint8:
+        samples -= 128.0
+    mono = (samples.mean(axis=0) / (scale or 1.0)).astype(np.float32)
+    downmixed = av.AudioFrame.from_ndarray(mono.reshape(1, -1), format="flt", layout="mono")
+    downmixed.sample_rate = frame.sample_rate
+    return downmixed
 
 
 def _resample(array: np.ndarray, sampling_rate: int) -> np.ndarray:

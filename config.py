@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from errors import InvalidRequestError
+from errors import InvalidRequestError, shown
 
 DEFAULT_ASR_MODEL = "openai/whisper-large-v3"  # the Endpoints handler's default (GPU instances)
 # The CLI's and self-hosted server's defaults: embedded models (models.py), no Hub account needed.
@@ -230,7 +230,7 @@ def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
             f"'parameters' must be a JSON object, got {type(parameters).__name__}"
         )
     known = InferenceConfig.model_fields
-    warnings = [f"unknown parameter '{name}' was ignored" for name in parameters if name not in known]
+    warnings = [f"unknown parameter {shown(name)} was ignored" for name in parameters if name not in known]
     try:
         config = InferenceConfig.model_validate(dict(parameters))
     except ValidationError as error:
@@ -245,7 +245,7 @@ def _describe(error: ValidationError) -> str:
         location = ".".join(str(part) for part in item["loc"])
         message = item["msg"].removeprefix("Value error, ")
         if location:
-            problems.append(f"parameter '{location}': {message} (got {item['input']!r})")
+            problems.append(f"parameter {shown(location)}: {message} (got {shown(item['input'])})")
         else:
             problems.append(message)
     return "invalid parameters: " + "; ".join(problems)
@@ -302,9 +302,9 @@ def _language_code(language: str, capabilities: ModelCapabilities) -> str:
     code = capabilities.language_aliases.get(language, language)
     if not capabilities.multilingual:
         if code != "en":
-            raise InvalidRequestError(f"the loaded model is English-only; language '{language}' is not supported")
+            raise InvalidRequestError(f"the loaded model is English-only; language {shown(language)} is not supported")
         return code
     if code not in capabilities.language_codes:
         known = ", ".join(sorted(capabilities.language_codes))
-        raise InvalidRequestError(f"unknown language '{language}'; this model knows: {known}")
+        raise InvalidRequestError(f"unknown language {shown(language)}; this model knows: {known}")
     return code

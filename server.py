@@ -529,10 +529,7 @@ async def endpoint_payload(request: Request) -> dict[str, Any]:
     """The handler's ``{"inputs", "parameters"}`` from whichever body form the client chose."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
-        try:
-            body = json.loads(await request.body())
-        except ValueError:
-            raise InvalidRequestError('the body is not valid JSON; send {"inputs": "<base64 audio>", "parameters": {...}}') from None
+        body = parse_json(await request.body(), 'the body is not valid JSON; send {"inputs": "<base64 audio>", "parameters": {...}}')
         if not isinstance(body, dict):
             raise InvalidRequestError('the body must be a JSON object: {"inputs": "<base64 audio>", "parameters": {...}}')
         return body
@@ -558,10 +555,23 @@ def query_parameters(request: Request) -> dict[str, Any]:
     return {name: _json_or_text(value) for name, value in request.query_params.items()}
 
 
+MAX_JSON_DEPTH = 1000  # beyond this Python's json parser recurses out of stack; no request needs a tenth
+
+
+def parse_json(text: str | bytes, problem: str) -> Any:
+    """JSON from a client; invalid or absurdly nested text is a 400 saying ``problem``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise InvalidRequestError(problem) from None
+    except RecursionError:  # "[" * 100000: json recurses once per level
+        raise InvalidRequestError(f"{problem} (nested more than {MAX_JSON_DEPTH} levels deep)") from None
+
+
 def _json_or_text(value: str) -> Any:
     try:
-        return json.loads(value)
-    except ValueError:
+        return parse_json(value, "")
+    except InvalidRequestError:
         return value
 
 
@@ -570,10 +580,7 @@ def _parameters_field(value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, str):
         raise InvalidRequestError("the multipart 'parameters' field must be a JSON object as text, not a file")
-    try:
-        parameters = json.loads(value)
-    except ValueError:
-        raise InvalidRequestError("the multipart 'parameters' field is not valid JSON") from None
+    parameters = parse_json(value, "the multipart 'parameters' field is not valid JSON")
     if not isinstance(parameters, dict):
         raise InvalidRequestError("the multipart 'parameters' field must be a JSON object")
     return parameters

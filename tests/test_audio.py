@@ -67,11 +67,44 @@ def test_containers_decode_to_16k_mono(container, codec, rate):
 
 
 @pytest.mark.parametrize("rate", [8000, 16000, 44100, 48000])
-@pytest.mark.parametrize("channels", [1, 2, 6])
-def test_any_rate_and_channel_count(rate, channels):
+@pytest.mark.parametrize("channels", [1, 2, 6, 9, 32, 64])
+def test_any_rate_and_channel_count_at_the_same_level(rate, channels):
+    """Channels are averaged with equal weights: FFmpeg's downmix refused 9, 32 and 64 channels
+    and clipped 8 (a 0.24 sine came out at 1.08)."""
     decoded = decode_file(wav_bytes(tone(1.5, rate, channels), rate))
     assert decoded.duration == pytest.approx(1.5, abs=0.01)
-    assert np.abs(decoded.samples).max() > 0.1
+    assert np.abs(decoded.samples).max() == pytest.approx(0.5, abs=0.02)
+
+
+def float_wav(samples: np.ndarray, rate: int) -> bytes:
+    """IEEE-float WAV (format 3), which can carry NaN."""
+    data = samples.astype("<f4").tobytes()
+    header = b"fmt " + (16).to_bytes(4, "little") + (3).to_bytes(2, "little") + (1).to_bytes(2, "little")
+    header += rate.to_bytes(4, "little") + (rate * 4).to_bytes(4, "little") + (4).to_bytes(2, "little") + (32).to_bytes(2, "little")
+    body = b"WAVE" + header + b"data" + len(data).to_bytes(4, "little") + data
+    return b"RIFF" + len(body).to_bytes(4, "little") + body
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_files_with_nan_or_infinite_samples_are_refused_like_arrays(bad):
+    samples = tone(1.0, 16000)[0]
+    assert decode_file(float_wav(samples, 16000)).duration == pytest.approx(1.0)
+    samples[8000] = bad
+    with pytest.raises(InvalidRequestError, match="NaN or infinite"):
+        decode_file(float_wav(samples, 16000))
+
+
+def test_array_duration_is_checked_before_resampling(monkeypatch):
+    import audio
+
+    monkeypatch.setattr(audio, "_resample", lambda *_: pytest.fail("resampled audio that is over the limit"))
+    with pytest.raises(AudioTooLongError, match="2400.0 s"):
+        decode_inputs({"array": np.zeros(2_400_000, dtype=np.float32), "sampling_rate": 1000}, max_seconds=120)
+
+
+def test_an_integer_beyond_float_range_is_a_clear_error():
+    with pytest.raises(InvalidRequestError, match="only numbers"):
+        decode_inputs({"array": [0, 10**400, 0], "sampling_rate": 16000})
 
 
 def test_real_speech_file(speech_wav):

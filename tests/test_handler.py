@@ -235,6 +235,9 @@ def test_prompt_is_used_and_an_overlong_one_is_refused(plain_handler, speech_wav
     assert_well_formed(prompted, SPEECH_SECONDS)
     with pytest.raises(InvalidRequestError, match="prompt is .* tokens long"):
         plain_handler({"inputs": speech_wav, "parameters": {"prompt": "word " * 400}})
+    for special in ("<|endoftext|>", "Names: <|0.00|> Ada"):
+        with pytest.raises(InvalidRequestError, match="special tokens"):
+            plain_handler({"inputs": speech_wav, "parameters": {"prompt": special}})
 
 
 def test_progress_reports_seconds_decoded(plain_handler, speech_wav):

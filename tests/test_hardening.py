@@ -108,7 +108,33 @@ def cases(speech: np.ndarray) -> list[Case]:
         Case("assisted without an assistant", speech_wav, {"assisted": True}, 400, "ASSISTANT_MODEL"),
         Case("translate on an English-only model", speech_wav, {"task": "translate"}, 400, "English-only"),
         Case("unknown parameters", speech_wav, {"temprature": 0.2, "speakers": 2}, 200, "unknown parameter 'temprature'"),
+        # round two (issue 12): each a class, not one input
+        Case("9-channel speech", wav(np.stack([speech[:16000]] * 9)), {}, 200),  # under the 1 MB upload limit
+        Case("64-channel audio", wav(np.stack([speech[:4800]] * 64)), {}, 200),
+        Case("NaN inside a float WAV", float_wav(np.where(np.arange(len(speech)) == 5000, np.nan, speech)), {}, 400, "NaN or infinite"),
+        Case("infinity inside a float WAV", float_wav(np.where(np.arange(len(speech)) == 5, np.inf, speech)), {}, 400, "NaN or infinite"),
+        Case("prompt with <|endoftext|>", speech_wav, {"prompt": "hello <|endoftext|>"}, 400, "special tokens"),
+        Case("prompt with a timestamp token", speech_wav, {"prompt": "<|0.00|> hi"}, 400, "special tokens"),
+        Case("a 200 kB value is not echoed", speech_wav, {"language": "x" * 200_000}, 400, r"^.{0,400}$"),
+        Case("a 200 kB unknown name is not echoed", speech_wav, {"y" * 200_000: 1}, 200, r"^unknown parameter '.{0,70}' was ignored$"),
+        Case("a value nested 900 deep", speech_wav, {"language": nested(900)}, 400, r"^.{0,400}$"),
     ]
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def float_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
+    """IEEE-float WAV (format 3), which can carry NaN."""
+    data = samples.astype("<f4").tobytes()
+    header = b"fmt " + (16).to_bytes(4, "little") + (3).to_bytes(2, "little") + (1).to_bytes(2, "little")
+    header += rate.to_bytes(4, "little") + (rate * 4).to_bytes(4, "little") + (4).to_bytes(2, "little") + (32).to_bytes(2, "little")
+    body = b"WAVE" + header + b"data" + len(data).to_bytes(4, "little") + data
+    return b"RIFF" + len(body).to_bytes(4, "little") + body
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +210,21 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+@pytest.mark.parametrize("where", ["body", "multipart parameters", "query string"])
+def test_json_nested_beyond_the_parser_is_a_400(hardened_url, speech_wav, where):
+    deep = "[" * 100_000 + "]" * 100_000
+    if where == "body":
+        response = httpx.post(hardened_url + "/predict", content=deep, headers={"Content-Type": "application/json"}, timeout=30)
+    elif where == "multipart parameters":
+        response = httpx.post(hardened_url + "/predict", files={"file": ("a.wav", speech_wav)}, data={"parameters": deep}, timeout=30)
+    else:
+        response = httpx.post(hardened_url + "/predict", params={"language": "[" * 5000}, content=speech_wav,
+                              headers={"Content-Type": "audio/wav"}, timeout=30)
+    assert response.status_code == 400, response.text
+    assert len(response.text) < 500
+    assert httpx.get(hardened_url + "/health", timeout=10).status_code == 200
 
 
 def test_32_concurrent_clients_get_their_own_answers(hardened_url, speech):
