@@ -58,6 +58,9 @@ class ModelSettings(BaseSettings):
     # speculative decoding wins while one window is decoded alone, batching wins on long audio.
     assisted_max_seconds: float = Field(default=30.0, ge=0)
     warmup: bool = True  # one tiny transcription at start-up, so the first request is not the slow one
+    # Sequences decoded at once (batch_size x num_beams), word-timestamp ones counting
+    # WORD_ALIGNMENT_COST each: the bound on one request's memory (see bounded_work).
+    max_batch_items: int = Field(default=48, ge=1, le=4096)
 
     @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
     @classmethod
@@ -296,6 +299,28 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
         updates["prompt"] = None
 
     return ResolvedRequest(config=config.model_copy(update=updates), warnings=warnings)
+
+
+WORD_ALIGNMENT_COST = 4  # word alignment keeps every decoder step's cross-attention: ~4x a sequence's memory
+
+
+def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedRequest:
+    """Keep the sequences decoded at once (``batch_size`` x ``num_beams``) within
+    ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST``, by lowering
+    the batch (it changes speed, never the text; the client hears of it only if it chose the batch).
+
+    Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
+    timestamps peaked 4.1 GB above the idle server, 1.5 GB bounded; batch 256 with word timestamps
+    on 120 s, 2.4 GB, 0.8 GB bounded. Beams are left as asked: memory there follows how long the
+    search runs more than how many beams it keeps (6 beams looped longer than 16 and used more)."""
+    per_sequence = WORD_ALIGNMENT_COST if config.return_timestamps == "word" else 1
+    batch = max(1, max_batch_items // (per_sequence * config.num_beams))
+    if config.batch_size <= batch:
+        return ResolvedRequest(config=config, warnings=[])
+    warnings = []
+    if "batch_size" in config.model_fields_set:
+        warnings.append(f"batch_size {config.batch_size} was reduced to {batch} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
+    return ResolvedRequest(config=config.model_copy(update={"batch_size": batch}), warnings=warnings)
 
 
 def _language_code(language: str, capabilities: ModelCapabilities) -> str:

@@ -275,3 +275,19 @@ def test_assisted_auto_is_the_default_with_an_assistant():
     with pytest.raises(InvalidRequestError, match="assisted"):
         parse_parameters({"assisted": "sometimes"})
     assert ModelSettings().assisted_max_seconds == 30.0
+
+
+def test_bounded_work_lowers_the_batch_never_the_beams():
+    from config import bounded_work
+
+    chosen = InferenceConfig(batch_size=256, return_timestamps="word")
+    bounded = bounded_work(chosen, max_batch_items=48)
+    assert bounded.config.batch_size == 12 and bounded.warnings == [
+        "batch_size 256 was reduced to 12 to bound memory (MAX_BATCH_ITEMS=48)"
+    ]
+    default = bounded_work(InferenceConfig(return_timestamps="word"), max_batch_items=48)
+    assert default.config.batch_size == 12 and default.warnings == [], "the default batch is lowered silently"
+    beams = bounded_work(InferenceConfig(num_beams=16, return_timestamps="word"), max_batch_items=48)
+    assert (beams.config.num_beams, beams.config.batch_size) == (16, 1)
+    segment = bounded_work(InferenceConfig(), max_batch_items=48)
+    assert segment.config.batch_size == 24 and segment.warnings == []
