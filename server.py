@@ -207,8 +207,17 @@ AudioUpload = Annotated[UploadFile, File(description="the audio file (any common
 BEARER = HTTPBearer(auto_error=False, description="needed when the server has API_KEY set")
 
 
+WRONG_KEY = "missing or wrong API key: send 'Authorization: Bearer <API_KEY>'"
+
+
+def _key_matches(expected: bytes, given: bytes) -> bool:
+    return hmac.compare_digest(given, expected)  # constant time: no guessing by timing
+
+
 class ApiKeyCheck:
-    """The bearer-token dependency of inference routes; a no-op when no ``API_KEY`` is set."""
+    """The bearer-token dependency of inference routes (and their security scheme in the OpenAPI
+    document); a no-op when no ``API_KEY`` is set. ``HeaderGate`` checks the same key earlier,
+    before the body is read; this stays as the route's own guard."""
 
     def __init__(self, api_key: SecretStr | None) -> None:
         self._expected = api_key.get_secret_value().encode() if api_key else None
@@ -220,8 +229,44 @@ class ApiKeyCheck:
         if self._expected is None:
             return
         given = credentials.credentials.encode() if credentials else b""
-        if not hmac.compare_digest(given, self._expected):  # constant time: no guessing by timing
-            raise ServiceError(401, "missing or wrong API key: send 'Authorization: Bearer <API_KEY>'", {"WWW-Authenticate": "Bearer"})
+        if not _key_matches(self._expected, given):
+            raise ServiceError(401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
+
+
+class HeaderGate:
+    """ASGI middleware, outermost: refuse what the headers alone decide, before a byte of body is read.
+
+    Headers over ``MAX_HEADER_BYTES`` in total are 431; a second ``Authorization`` header is 400
+    (which one counts would otherwise be the server's silent choice); with ``API_KEY``, a POST
+    (every POST route is an inference route) without the right bearer key is 401 at once, so an
+    anonymous client cannot make the server read a 100-MB upload first."""
+
+    MAX_HEADER_BYTES = 16 * 1024
+
+    def __init__(self, app: ASGIApp, api_key: SecretStr | None) -> None:
+        self.app = app
+        self._expected = api_key.get_secret_value().encode() if api_key else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = scope["headers"]
+        authorizations = [value for name, value in headers if name == b"authorization"]
+        refusal: tuple[int, str, dict[str, str]] | None = None
+        if sum(len(name) + len(value) for name, value in headers) > self.MAX_HEADER_BYTES:
+            refusal = (431, f"the request headers exceed {self.MAX_HEADER_BYTES // 1024} kB", {})
+        elif len(authorizations) > 1:
+            refusal = (400, "send one Authorization header, not several", {})
+        elif self._expected is not None and scope["method"] == "POST":
+            scheme, _, token = (authorizations[0] if authorizations else b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not _key_matches(self._expected, token.strip()):
+                refusal = (401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, message, extra = refusal
+        await error_response(scope["path"], status, message, {**extra, "Connection": "close"})(scope, receive, send)
 
 
 class Chunk(BaseModel):
@@ -342,6 +387,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(HeaderGate, api_key=settings.api_key)  # added later = runs earlier: before the body is read
     app.add_middleware(StartupFailureInOneLine)
     _add_error_handlers(app, settings)
 

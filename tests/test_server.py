@@ -175,6 +175,30 @@ def test_api_key_guards_inference_but_not_health(handler, speech_wav):
         assert key not in text
 
 
+def test_headers_alone_decide_before_the_body_is_read(handler, speech_wav):
+    """An anonymous 50-MB upload is refused from its headers (the body never sent here); two
+    Authorization headers and oversized headers are refused too, and the server keeps serving."""
+    import socket
+
+    key = "sk-local-test-key"
+    with serving(server.create_app(lambda: handler, ServerSettings(api_key=key))) as base_url:
+        host, port = base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as connection:
+            connection.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: 52428800\r\n\r\n")
+            started = time.monotonic()
+            answer = connection.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 401") and time.monotonic() - started < 3, answer[:200]
+        with httpx.Client(base_url=base_url, timeout=30) as http:
+            twice = http.post("/predict", content=speech_wav, headers=[("Content-Type", "audio/wav"),
+                              ("Authorization", f"Bearer {key}"), ("Authorization", "Bearer other")])
+            huge = http.post("/predict", content=speech_wav, headers={"Content-Type": "audio/wav",
+                             "Authorization": f"Bearer {key}", "X-Padding": "x" * 200_000})
+            fine = http.post("/predict", content=speech_wav, headers={"Content-Type": "audio/wav", "Authorization": f"Bearer {key}"})
+    assert twice.status_code == 400 and "one Authorization header" in twice.json()["error"]
+    assert huge.status_code == 431, huge.status_code
+    assert fine.status_code == 200
+
+
 class SlowHandler:
     """The real handler, made slow so requests pile up deterministically."""
 
