@@ -38,7 +38,7 @@ from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
 from audio import SAMPLING_RATE
 from config import InferenceConfig, ModelCapabilities, ModelSettings
-from errors import InvalidRequestError
+from errors import InvalidRequestError, RequestAbandoned
 from long_form import Piece, on_file_clock
 from transcript import Chunk, close_timestamps, joined_text
 
@@ -154,6 +154,7 @@ class SpeechRecognizer:
         on_progress: Callable[[float], None] | None = None,
         pieces: Sequence[Piece] | None = None,
         on_segment: Callable[[Chunk], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
 
@@ -162,7 +163,8 @@ class SpeechRecognizer:
         transformers chunked pipeline decodes the whole file in overlapping windows.
         ``on_progress`` hears, while decoding, about how many seconds of audio are done, and
         ``on_segment`` gets each chunk as soon as its piece is decoded (in order; the chunked
-        pipeline only hands chunks over at the end).
+        pipeline only hands chunks over at the end). ``should_stop`` is asked at every decoder
+        step; when it says yes, ``RequestAbandoned`` ends the work within a step.
         """
         language = config.language
         generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
@@ -180,7 +182,7 @@ class SpeechRecognizer:
             "return_timestamps": "word" if config.return_timestamps == "word" else True,
             "generate_kwargs": generate_kwargs,
         }
-        with torch.inference_mode(), self._attention_restored():
+        with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop):
             if pieces is None:
                 raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
             else:
@@ -296,6 +298,24 @@ class SpeechRecognizer:
         finally:
             handle.remove()
         on_progress(duration)  # the estimate above is approximate; the end is not
+
+    @contextmanager
+    def _stoppable(self, should_stop: Callable[[], bool] | None) -> Iterator[None]:
+        """Abandoned work stops at the next decoder step instead of running to the end (a
+        request whose client left or whose deadline passed would otherwise hold the models)."""
+        if should_stop is None:
+            yield
+            return
+
+        def check(_module: torch.nn.Module, _inputs: Any) -> None:
+            if should_stop():
+                raise RequestAbandoned("the request was abandoned; decoding stopped")
+
+        handle = self.model.get_decoder().register_forward_pre_hook(check)
+        try:
+            yield
+        finally:
+            handle.remove()
 
     @contextmanager
     def _attention_restored(self) -> Iterator[None]:

@@ -26,3 +26,8 @@ class AudioTooLongError(InvalidRequestError):
 def shown(value: object) -> str:
     """``repr(value)``, cut to a few dozen characters and two levels of nesting."""
     return _SHOWN.repr(value)
+
+
+class RequestAbandoned(Exception):
+    """The caller stopped waiting (client gone, deadline passed); the work was stopped early.
+    Not an ``InvalidRequestError``: nobody is left to answer."""

@@ -40,7 +40,7 @@ from diarization_utils import (
     load_diarization_pipeline,
     word_speakers,
 )
-from errors import InvalidRequestError
+from errors import InvalidRequestError, RequestAbandoned
 from long_form import PIECE_PAD_S, Piece, plan_pieces
 from transcript import Chunk, group_words
 
@@ -87,10 +87,12 @@ class EndpointHandler:
         data: Any,
         on_progress: Callable[[float], None] | None = None,
         on_segment: Callable[[Chunk], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> dict[str, Any]:
         """Serve one request. ``on_progress`` (seconds of audio decoded so far) feeds progress bars;
         ``on_segment`` receives Whisper's chunks as they are decoded, before speakers are known
-        (for streaming responses)."""
+        (for streaming responses); ``should_stop`` saying yes (client gone, deadline passed) ends
+        the work early with ``RequestAbandoned``, also while it waits for the models."""
         if not isinstance(data, Mapping) or "inputs" not in data:
             raise InvalidRequestError('the request body must be a JSON object with "inputs" (base64 audio) and optional "parameters"')
         config, warnings = parse_parameters(data.get("parameters"))
@@ -98,7 +100,9 @@ class EndpointHandler:
         config, warnings = resolved.config, warnings + resolved.warnings
         audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds)
         with self._lock:
-            return self._transcribe(audio, config, warnings, on_progress, on_segment)
+            if should_stop is not None and should_stop():
+                raise RequestAbandoned("the request was abandoned while it waited for the models")
+            return self._transcribe(audio, config, warnings, on_progress, on_segment, should_stop)
 
     def _transcribe(
         self,
@@ -107,6 +111,7 @@ class EndpointHandler:
         warnings: list[str],
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
+        should_stop: Callable[[], bool] | None,
     ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
         auto = config.assisted == "auto"
@@ -130,7 +135,9 @@ class EndpointHandler:
         )
         started = time.perf_counter()
         try:
-            transcript = self.recognizer.transcribe(audio.samples, asr_config, duration, on_progress, pieces, on_segment)
+            transcript = self.recognizer.transcribe(
+                audio.samples, asr_config, duration, on_progress, pieces, on_segment, should_stop
+            )
         finally:  # even when ASR fails, the next request must find pyannote idle
             turns = diarization.result() if diarization is not None else None
         if auto:

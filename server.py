@@ -22,6 +22,7 @@ import hmac
 import json
 import logging
 import math
+import threading
 import time
 import traceback
 from collections import deque
@@ -40,7 +41,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config import ServerSettings
-from errors import AudioTooLongError, InvalidRequestError
+from errors import AudioTooLongError, InvalidRequestError, RequestAbandoned
 from openai_api import (
     STREAMABLE_FORMATS,
     TEXT_FORMATS,
@@ -91,8 +92,16 @@ class InferenceQueue:
         self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
         self._recent_seconds: deque[float] = deque(maxlen=20)
 
-    async def run(self, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
-        """The handler's answer to ``data``; ``callbacks`` (``on_segment``) go to the handler."""
+    async def run(
+        self, data: dict[str, Any], client_gone: Callable[[], Awaitable[bool]] | None = None, **callbacks: Any
+    ) -> dict[str, Any]:
+        """The handler's answer to ``data``; ``callbacks`` (``on_segment``) go to the handler.
+
+        Work whose deadline passes (504) or whose client hangs up (``client_gone``, polled) is
+        told to stop: the handler ends it at the next decoder step, or as soon as it gets the
+        models if it was still waiting, and its queue slot frees then, not when the work would
+        have finished. Until it has stopped it keeps its slot, so the queue never admits more
+        work than the models can take."""
         if self.pending > self.max_queue:
             raise ServiceError(
                 503,
@@ -100,16 +109,27 @@ class InferenceQueue:
                 {"Retry-After": str(self.retry_after_s())},
             )
         self.pending += 1
-        future = asyncio.get_running_loop().run_in_executor(self._executor, self._timed_call, data, callbacks)
+        stop = threading.Event()
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._timed_call, data, {**callbacks, "should_stop": stop.is_set}
+        )
         future.add_done_callback(self._finished)
+        watcher = asyncio.ensure_future(_poll(client_gone)) if client_gone is not None else None
         try:
-            # shield: a timed-out or abandoned request keeps its place until the model is free
-            # again, so the queue never admits more work than the models can take.
-            return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
-        except TimeoutError:
-            raise ServiceError(
-                504, f"the request took longer than {self.timeout_s:g} s (REQUEST_TIMEOUT_S) and was abandoned"
-            ) from None
+            waiting = {asyncio.shield(future), *([watcher] if watcher else [])}
+            done, _ = await asyncio.wait(waiting, timeout=self.timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if future.done():
+                return future.result()
+            stop.set()
+            if watcher is not None and watcher in done:
+                raise RequestAbandoned("the client hung up")
+            raise ServiceError(504, f"the request took longer than {self.timeout_s:g} s (REQUEST_TIMEOUT_S) and was abandoned")
+        except asyncio.CancelledError:  # the response task itself was cancelled: nobody is waiting
+            stop.set()
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
     def retry_after_s(self) -> int:
         """Seconds until the queue has likely drained, from recent processing times."""
@@ -123,7 +143,7 @@ class InferenceQueue:
         started = time.monotonic()
         try:
             return self.handler(data, **callbacks)
-        except (InvalidRequestError, ServiceError):
+        except (InvalidRequestError, ServiceError, RequestAbandoned):
             raise
         except Exception as error:  # a bug or a device failure: log it here, tell the client little
             logger.error("inference failed: %s", self.redact("".join(traceback.format_exception(error))))
@@ -131,8 +151,19 @@ class InferenceQueue:
         finally:
             self._recent_seconds.append(time.monotonic() - started)
 
-    def _finished(self, _future: asyncio.Future) -> None:
+    def _finished(self, future: asyncio.Future) -> None:
         self.pending -= 1
+        if not future.cancelled():
+            future.exception()  # seen: abandoned work ends in RequestAbandoned that nobody awaits
+
+
+CLIENT_POLL_S = 0.5
+
+
+async def _poll(client_gone: Callable[[], Awaitable[bool]]) -> None:
+    """Return once ``client_gone`` says so (checked every ``CLIENT_POLL_S``)."""
+    while not await client_gone():
+        await asyncio.sleep(CLIENT_POLL_S)
 
 
 class SecretRedactor:
@@ -393,7 +424,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
 
     async def infer(request: Request, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
         queue: InferenceQueue = request.app.state.queue
-        return await queue.run(data, **callbacks)
+        return await queue.run(data, client_gone=request.is_disconnected, **callbacks)
 
     async def streamed(request: Request, data: dict[str, Any]) -> Response:
         """Server-sent events as OpenAI streams transcriptions: a ``transcript.text.delta`` per
@@ -636,6 +667,9 @@ def _server_sent(event: dict[str, Any]) -> str:
     return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
 
 
+CLIENT_CLOSED = 499
+
+
 def _status_of(error: BaseException) -> tuple[int, str]:
     """The status and message an error handler would answer ``error`` with (for stream events)."""
     if isinstance(error, ServiceError):
@@ -664,6 +698,12 @@ def _add_error_handlers(app: FastAPI, settings: ServerSettings) -> None:
 
     for refusal in (ServiceError, InvalidRequestError):  # AudioTooLongError is an InvalidRequestError (413)
         app.add_exception_handler(refusal, refused)
+
+    async def abandoned(request: Request, error: Exception) -> JSONResponse:
+        logger.info("request to %s abandoned by its client; its work was stopped", request.url.path)
+        return error_response(request.url.path, CLIENT_CLOSED, str(error))  # nobody reads it; nginx's code for the log
+
+    app.add_exception_handler(RequestAbandoned, abandoned)
 
     @on(RequestValidationError)
     def schema(path: str, error: RequestValidationError) -> JSONResponse:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from servers import serving
 
@@ -206,14 +207,14 @@ class SlowHandler:
         self.handler, self.delay_s = handler, delay_s
         self.settings, self.configured, self.capabilities = handler.settings, handler.configured, handler.capabilities
 
-    def __call__(self, data):
+    def __call__(self, data, **callbacks):
         time.sleep(self.delay_s)
-        return self.handler(data)
+        return self.handler(data, **callbacks)
 
 
 def test_full_queue_answers_503_with_retry_after(handler, speech_wav):
     app = server.create_app(lambda: SlowHandler(handler, 0.5), ServerSettings(max_queue=1))
-    body = {"inputs": b64(speech_wav), "parameters": {"language": "en", "diarize": False}}
+    body = {"inputs": b64(speech_wav), "parameters": {"language": "en", "diarize": False, "assisted": False}}
     with serving(app) as base_url:
         with ThreadPoolExecutor(8) as pool:
             responses = list(pool.map(lambda _: httpx.post(base_url + "/", json=body, timeout=60), range(8)))
@@ -245,6 +246,37 @@ def test_client_disconnecting_mid_inference_does_not_wedge_the_server(handler, s
             httpx.post(base_url + "/", json={"inputs": b64(speech_wav)}, timeout=0.1)
         response = httpx.post(base_url + "/", json={"inputs": b64(speech_wav), "parameters": {"language": "en"}}, timeout=30)
     assert response.status_code == 200
+
+
+def test_abandoned_work_is_stopped_and_frees_its_slot(handler, speech_wav):
+    """Six clients send a minute of audio and hang up; a seventh times out. Their work stops
+    (at the next decoder step, or when it reaches the models) instead of running to the end, so
+    the queue drains in a fraction of the time the work would take, and the next client is served."""
+    from audio import decode_file
+
+    minute = np.tile(decode_file(speech_wav).samples, 22)
+    body = {"inputs": {"array": minute.tolist(), "sampling_rate": 16000}, "parameters": {"language": "en", "batch_size": 1}}
+    started = time.monotonic()
+    handler(body)
+    one_run_s = time.monotonic() - started
+    app = server.create_app(lambda: handler, ServerSettings(max_queue=8, request_timeout_s=0.5))
+    with serving(app) as base_url:
+
+        def hang_up(_):
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(base_url + "/", json=body, timeout=0.3)
+
+        with ThreadPoolExecutor(6) as pool:
+            list(pool.map(hang_up, range(6)))
+        timed_out = httpx.post(base_url + "/", json=body, timeout=30)
+        hung_up_at = time.monotonic()
+        while httpx.get(base_url + "/ready", timeout=5).json()["queue"]["in_progress_or_waiting"] and time.monotonic() - hung_up_at < 60:
+            time.sleep(0.1)
+        drained_s = time.monotonic() - hung_up_at
+        served = httpx.post(base_url + "/", json={"inputs": b64(speech_wav), "parameters": {"language": "en"}}, timeout=30)
+    assert timed_out.status_code == 504
+    assert drained_s < 2 * one_run_s, f"queue drained in {drained_s:.1f} s; 7 abandoned runs would take {7 * one_run_s:.1f} s"
+    assert served.status_code == 200
 
 
 # --- the OpenAI audio API ---------------------------------------------------------------------
