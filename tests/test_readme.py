@@ -3,7 +3,9 @@
 Every ``python`` invocation of one of this repo's scripts, in a shell block or inline, runs the
 venv's interpreter (outside the venv the imports fail), and each script's arguments parse with
 that script's own parser. Commands that need a deployed endpoint or a token are not run; their
-arguments are what can drift. The main command is run for real in ``test_embedded_real.py``.
+arguments are what can drift. The main command is run for real in ``test_embedded_real.py``; the
+README's three Python examples (requests, InferenceClient, openai) run as written against a real
+server on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -103,3 +105,17 @@ def test_the_openai_example_runs_as_written(diarized, request, speech_wav, tmp_p
     printed = capsys.readouterr().out.splitlines()
     assert printed, "the example prints a line per segment"
     assert printed[0].startswith(("ALICE ", "BOB ") if diarized else "- "), printed[0]
+
+
+@pytest.mark.parametrize("marker", ["requests.post(", "InferenceClient(token=HF_TOKEN)"])
+def test_the_endpoint_examples_run_as_written(marker, server_url, speech_wav, tmp_path, monkeypatch, capsys):
+    """The `requests` and `InferenceClient` examples, against this repo's server standing in for the endpoint."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # the suite's offline switch covers local URLs too
+    (tmp_path / "meeting.wav").write_bytes(speech_wav)
+    monkeypatch.chdir(tmp_path)
+    code = python_block(marker)
+    exec(compile(code, "README.md", "exec"), {"ENDPOINT_URL": server_url, "HF_TOKEN": "hf_unused"})  # noqa: S102 (the README example is the test)
+    printed = capsys.readouterr().out
+    assert "ALICE" in printed or "BOB" in printed, printed
