@@ -72,9 +72,9 @@ def _without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[
     """Word timestamps make Whisper's ``generate`` ask for attention weights (5.24), and the
     encoder then keeps its self-attention maps too: layers x heads x 1500 x 1500 floats per piece
     (216 MB per 30-s piece for whisper-tiny.en, 432 MB for base, gigabytes for large), though word
-    alignment reads only the decoder's cross-attention. Measured with tiny.en: a 10-s request with
-    word timestamps peaked 240 MB above idle with them and 94 MB without; 1-s pieces at batch 256,
-    4.1 GB and 1.8 GB; same text, a little faster."""
+    alignment reads only the decoder's cross-attention. Measured with tiny.en
+    (``bench/request_cost.py``, "defaults + word timestamps, 10 s", one piece): 240 MB above the
+    idle server with them, 85 MB without; same text."""
     return args, {**kwargs, "output_attentions": False}
 
 
@@ -185,11 +185,11 @@ class SpeechRecognizer:
         with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop):
             if pieces is None:
                 raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
+                chunks = close_timestamps(raw_chunks, duration)
+                for chunk in chunks if on_segment is not None else ():
+                    on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
             else:
-                raw_chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
-        chunks = close_timestamps(raw_chunks, duration)
-        for chunk in chunks if pieces is None and on_segment is not None else ():
-            on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
+                chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
 
     def _decode_chunked(
@@ -217,25 +217,27 @@ class SpeechRecognizer:
         options: dict[str, Any],
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
-    ) -> list[dict[str, Any]]:
-        """Each piece is one short-form input; the pipeline batches them as they are handed out."""
+    ) -> list[Chunk]:
+        """Each piece is one short-form input; the pipeline batches them as they are handed out.
+        A piece's chunks are final once it is decoded, so they are handed on there and then."""
         progress = _PieceProgress(pieces, duration, on_progress)
         inputs = (
             {"raw": samples[piece.start : piece.end], "sampling_rate": SAMPLING_RATE}
             for piece in progress.handing_out()
         )
-        raw_chunks: list[dict[str, Any]] = []
-        handle = self.model.get_decoder().register_forward_hook(progress.decoder_step)
+        chunks: list[Chunk] = []
+        handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
             for piece, result in zip(pieces, self.pipeline(inputs, **options), strict=True):
-                placed = on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE)
-                raw_chunks.extend(placed)
-                for chunk in close_timestamps(placed, duration) if on_segment is not None else ():
+                decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
+                chunks.extend(decoded)
+                for chunk in decoded if on_segment is not None else ():
                     on_segment(chunk)
                 progress.piece_done()
         finally:
-            handle.remove()
-        return raw_chunks
+            if handle is not None:
+                handle.remove()
+        return chunks
 
     def warm_up(self) -> None:
         """Run every loaded path once on a second of quiet noise: the first real request then
@@ -357,7 +359,7 @@ class _PieceProgress:
             yield piece
 
     def decoder_step(self, _module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
-        if self.on_progress is None or self.handed <= self.finished:
+        if self.handed <= self.finished:
             return
         self.steps += 1
         batch = self.pieces[self.finished : self.handed]

@@ -310,7 +310,7 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     the batch (it changes speed, never the text; the client hears of it only if it chose the batch).
 
     Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
-    timestamps peaked 4.1 GB above the idle server, 1.5 GB bounded; batch 256 with word timestamps
+    timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
     on 120 s, 2.4 GB, 0.8 GB bounded. Beams are left as asked: memory there follows how long the
     search runs more than how many beams it keeps (6 beams looped longer than 16 and used more)."""
     per_sequence = WORD_ALIGNMENT_COST if config.return_timestamps == "word" else 1

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from transcript import SENTENCE_ENDINGS
+from transcript import SENTENCE_ENDINGS, Chunk, group_words
 
 OutputFormat = Literal["json", "txt", "srt", "vtt"]
 OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt")
@@ -89,8 +89,6 @@ def render(result: Mapping[str, Any], output_format: OutputFormat, rules: Subtit
 
 def paragraphs(result: Mapping[str, Any]) -> list[Cue]:
     """Prose: sentence segments, joined into one paragraph per speaker turn when diarized."""
-    from transcript import Chunk, group_words
-
     cues = cues_from_result(result)
     if not result.get("speakers") and _are_words(cues):
         chunks = group_words([Chunk(f" {cue.text}", cue.start, cue.end) for cue in cues])
@@ -187,12 +185,11 @@ def _wrapped(words: Sequence[str], speaker: str | None, rules: SubtitleRules) ->
     """The words on at most ``max_lines`` lines of ``max_line_chars`` (the label counts on the
     first line), lines as even as possible; None when they do not fit."""
     label = len(_labelled_line("", speaker))
-    best: list[str] | None = None
     for count in range(1, rules.max_lines + 1):
-        best = _even_split(list(words), count, label, rules.max_line_chars)
-        if best is not None:
-            return best
-    return best
+        lines = _even_split(list(words), count, label, rules.max_line_chars)
+        if lines is not None:
+            return lines
+    return None
 
 
 def _even_split(words: list[str], count: int, label: int, width: int) -> list[str] | None:

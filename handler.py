@@ -116,10 +116,13 @@ class EndpointHandler:
         duration = round(audio.duration, 3)
         auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
-        pieces = self._speech_pieces(audio.samples, config)
-        if pieces is None and self.settings.speech_gate and (
-            config.long_form == "vad" or not self.speech_gate.contains_speech(audio.samples)
-        ):
+        if config.long_form == "vad":
+            pieces = self._speech_pieces(audio.samples, config)
+            silent = pieces is None
+        else:
+            pieces = None
+            silent = self.settings.speech_gate and not self.speech_gate.contains_speech(audio.samples)
+        if silent and self.settings.speech_gate:
             return _response("", [], [], config.language, duration, warnings + [NO_SPEECH], decoding="none")
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
@@ -174,10 +177,8 @@ class EndpointHandler:
         return chunk_dicts, [segment.to_dict() for segment in speakers], warnings
 
     def _speech_pieces(self, samples: np.ndarray, config: InferenceConfig) -> list[Piece] | None:
-        """The speech-aligned pieces to decode (``long_form="vad"``); None means decode the whole
-        file in the pipeline's chunks: asked for, or (with SPEECH_GATE off) no speech found."""
-        if config.long_form != "vad":
-            return None
+        """The speech-aligned pieces to decode (``long_form="vad"``); None when there is no speech
+        (with SPEECH_GATE off the whole file is then decoded in the pipeline's chunks)."""
         window = int(config.chunk_length_s * SAMPLING_RATE)
         pad = int(PIECE_PAD_S * SAMPLING_RATE)
         regions = self.speech_gate.speech_regions(samples, config.chunk_length_s - 2 * PIECE_PAD_S)

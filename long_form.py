@@ -77,15 +77,17 @@ def on_file_clock(raw_chunks: Iterable[dict[str, Any]], piece: Piece, sampling_r
     """A piece's pipeline chunks (times from the piece's start) with times on the file's clock.
 
     Chunks that start in the last ``TAIL_S`` of the piece or beyond are dropped (Whisper wrote
-    them into its own padding); an end past the piece, or open, becomes the piece's end.
+    them into its own padding); an end past the piece, or open, becomes the piece's end, and a
+    missing start the previous chunk's end (or the piece's start), so every time is a number.
     """
     offset, piece_end = piece.seconds(sampling_rate)
     length = piece_end - offset
-    placed = []
+    placed: list[dict[str, Any]] = []
     for chunk in raw_chunks:
         start, end = (tuple(chunk.get("timestamp") or ()) + (None, None))[:2]
         if start is not None and start >= length - TAIL_S:
             continue
-        end = length if end is None else min(end, length)
-        placed.append({**chunk, "timestamp": (None if start is None else offset + start, offset + end)})
+        start = offset + start if start is not None else (placed[-1]["timestamp"][1] if placed else offset)
+        end = offset + (length if end is None else min(end, length))
+        placed.append({**chunk, "timestamp": (start, end)})
     return placed

@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal, Protocol
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field, SecretStr
 from starlette.datastructures import UploadFile as StarletteUploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -241,36 +241,14 @@ BEARER = HTTPBearer(auto_error=False, description="needed when the server has AP
 WRONG_KEY = "missing or wrong API key: send 'Authorization: Bearer <API_KEY>'"
 
 
-def _key_matches(expected: bytes, given: bytes) -> bool:
-    return hmac.compare_digest(given, expected)  # constant time: no guessing by timing
-
-
-class ApiKeyCheck:
-    """The bearer-token dependency of inference routes (and their security scheme in the OpenAPI
-    document); a no-op when no ``API_KEY`` is set. ``HeaderGate`` checks the same key earlier,
-    before the body is read; this stays as the route's own guard."""
-
-    def __init__(self, api_key: SecretStr | None) -> None:
-        self._expected = api_key.get_secret_value().encode() if api_key else None
-
-    def __repr__(self) -> str:
-        return f"ApiKeyCheck(enabled={self._expected is not None})"
-
-    async def __call__(self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
-        if self._expected is None:
-            return
-        given = credentials.credentials.encode() if credentials else b""
-        if not _key_matches(self._expected, given):
-            raise ServiceError(401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
-
-
 class HeaderGate:
     """ASGI middleware, outermost: refuse what the headers alone decide, before a byte of body is read.
 
     Headers over ``MAX_HEADER_BYTES`` in total are 431; a second ``Authorization`` header is 400
     (which one counts would otherwise be the server's silent choice); with ``API_KEY``, a POST
     (every POST route is an inference route) without the right bearer key is 401 at once, so an
-    anonymous client cannot make the server read a 100-MB upload first."""
+    anonymous client cannot make the server read a 100-MB upload first. This is the only key
+    check; the routes declare the bearer scheme (``BEARER``) for the OpenAPI document."""
 
     MAX_HEADER_BYTES = 16 * 1024
 
@@ -291,7 +269,8 @@ class HeaderGate:
             refusal = (400, "send one Authorization header, not several", {})
         elif self._expected is not None and scope["method"] == "POST":
             scheme, _, token = (authorizations[0] if authorizations else b"").partition(b" ")
-            if scheme.lower() != b"bearer" or not _key_matches(self._expected, token.strip()):
+            # constant-time comparison: no guessing the key by timing
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._expected):
                 refusal = (401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
         if refusal is None:
             await self.app(scope, receive, send)
@@ -489,7 +468,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         }
     }
 
-    guarded = [Depends(ApiKeyCheck(settings.api_key))]
+    guarded = [Depends(BEARER)]  # documents the scheme; HeaderGate checks the key
 
     async def predict(request: Request) -> EndpointResponse:
         """Transcribe (and diarize) one audio file; raw bodies take parameters from the query string."""
@@ -632,9 +611,6 @@ def query_parameters(request: Request) -> dict[str, Any]:
     return {name: _json_or_text(value) for name, value in request.query_params.items()}
 
 
-MAX_JSON_DEPTH = 1000  # beyond this Python's json parser recurses out of stack; no request needs a tenth
-
-
 def parse_json(text: str | bytes, problem: str) -> Any:
     """JSON from a client; invalid or absurdly nested text is a 400 saying ``problem``."""
     try:
@@ -642,7 +618,7 @@ def parse_json(text: str | bytes, problem: str) -> Any:
     except ValueError:
         raise InvalidRequestError(problem) from None
     except RecursionError:  # "[" * 100000: json recurses once per level
-        raise InvalidRequestError(f"{problem} (nested more than {MAX_JSON_DEPTH} levels deep)") from None
+        raise InvalidRequestError(f"{problem} (nested too deeply)") from None
 
 
 def _json_or_text(value: str) -> Any:

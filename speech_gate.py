@@ -5,8 +5,8 @@ Whisper hallucinates on audio without speech: on 5 s of silence whisper-base wri
 ``../shared/dev-audio``). Silero VAD, whose weights ship inside its PyPI package (no download),
 rejects both. The gate scans the audio in blocks and stops at the first block with speech,
 so on real speech it costs a few milliseconds. ``speech_regions`` scans the whole file and
-says where speech is, for speech-aligned long-form decoding (``long_form.py``): about 1.2 % of
-the audio's duration on one CPU thread (0.7 s for a 59-s conversation).
+says where speech is, for speech-aligned long-form decoding (``long_form.py``): about 1 % of
+the audio's duration on one CPU thread (``bench/vad_threshold.py``: 1.03 % on the dev files).
 """
 
 from __future__ import annotations
@@ -70,24 +70,21 @@ class SpeechGate:
         ``max_speech_s`` is split at its last pause before that (Silero's own rule), so the
         spans fit Whisper's window wherever the speaker breathes."""
         with self._lock, torch.inference_mode(), _one_thread():
-            spans = self._silero.get_speech_timestamps(
-                torch.from_numpy(np.ascontiguousarray(samples)),
-                self._model,
-                sampling_rate=SAMPLING_RATE,
-                threshold=SPEECH_THRESHOLD,
-                min_speech_duration_ms=MIN_SPEECH_MS,
-                max_speech_duration_s=max_speech_s,
-            )
+            spans = self._speech(samples, max_speech_duration_s=max_speech_s)
         return [(int(span["start"]), int(span["end"])) for span in spans]
 
     def contains_speech(self, samples: np.ndarray) -> bool:
-        get_speech_timestamps = self._silero.get_speech_timestamps
         block = int(BLOCK_S * SAMPLING_RATE)
         with self._lock, torch.inference_mode(), _one_thread():
-            for start in range(0, len(samples), block):
-                piece = torch.from_numpy(np.ascontiguousarray(samples[start : start + block]))
-                if get_speech_timestamps(
-                    piece, self._model, sampling_rate=SAMPLING_RATE, threshold=SPEECH_THRESHOLD, min_speech_duration_ms=MIN_SPEECH_MS
-                ):
-                    return True
-        return False
+            return any(self._speech(samples[start : start + block]) for start in range(0, len(samples), block))
+
+    def _speech(self, samples: np.ndarray, **options: float) -> list[dict[str, int]]:
+        """Silero's speech spans with this module's settings (call under the lock)."""
+        return self._silero.get_speech_timestamps(
+            torch.from_numpy(np.ascontiguousarray(samples)),
+            self._model,
+            sampling_rate=SAMPLING_RATE,
+            threshold=SPEECH_THRESHOLD,
+            min_speech_duration_ms=MIN_SPEECH_MS,
+            **options,
+        )

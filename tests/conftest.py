@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # and two busy torch processes on 2 cores slow each other down: test_handler.py beside test_asr.py +
 # test_evaluate.py took 42 s together, 26 s with PASSIVE (alone: 20 s). A machine running anything
 # else while the suite runs gets the same protection; subprocesses the tests start inherit it.
+# Repeat: run `pytest tests/test_handler.py` and `pytest tests/test_asr.py tests/test_evaluate.py` at
+# once, with OMP_WAIT_POLICY=ACTIVE and then PASSIVE.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Nothing in the suite may reach the Hub, and pyannote must not phone home.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import base64
 import io
-import wave
 
 import av
 import numpy as np
 import pytest
+from audio_files import float_wav, pcm_wav
 
 from audio import SAMPLING_RATE, decode_file, decode_inputs, from_array
 from errors import AudioTooLongError, InvalidRequestError
@@ -20,19 +20,6 @@ def tone(seconds: float, rate: int, channels: int = 1, frequency: float = 440.0)
     t = np.arange(int(seconds * rate)) / rate
     mono = 0.5 * np.sin(2 * np.pi * frequency * t)
     return np.tile(mono, (channels, 1)).astype(np.float32)
-
-
-def wav_bytes(samples: np.ndarray, rate: int) -> bytes:
-    """PCM16 WAV via the standard library, independent of the decoder under test."""
-    channels = samples.shape[0]
-    pcm = (np.clip(samples.T, -1, 1) * 32767).astype("<i2").tobytes()
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as writer:
-        writer.setnchannels(channels)
-        writer.setsampwidth(2)
-        writer.setframerate(rate)
-        writer.writeframes(pcm)
-    return buffer.getvalue()
 
 
 def encode(samples: np.ndarray, rate: int, container: str, codec: str) -> bytes:
@@ -71,18 +58,9 @@ def test_containers_decode_to_16k_mono(container, codec, rate):
 def test_any_rate_and_channel_count_at_the_same_level(rate, channels):
     """Channels are averaged with equal weights: FFmpeg's downmix refused 9, 32 and 64 channels
     and clipped 8 (a 0.24 sine came out at 1.08)."""
-    decoded = decode_file(wav_bytes(tone(1.5, rate, channels), rate))
+    decoded = decode_file(pcm_wav(tone(1.5, rate, channels), rate))
     assert decoded.duration == pytest.approx(1.5, abs=0.01)
     assert np.abs(decoded.samples).max() == pytest.approx(0.5, abs=0.02)
-
-
-def float_wav(samples: np.ndarray, rate: int) -> bytes:
-    """IEEE-float WAV (format 3), which can carry NaN."""
-    data = samples.astype("<f4").tobytes()
-    header = b"fmt " + (16).to_bytes(4, "little") + (3).to_bytes(2, "little") + (1).to_bytes(2, "little")
-    header += rate.to_bytes(4, "little") + (rate * 4).to_bytes(4, "little") + (4).to_bytes(2, "little") + (32).to_bytes(2, "little")
-    body = b"WAVE" + header + b"data" + len(data).to_bytes(4, "little") + data
-    return b"RIFF" + len(body).to_bytes(4, "little") + body
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -160,7 +138,7 @@ def test_truncated_wav_is_refused(speech_wav):
 
 def test_wav_header_without_frames_is_refused():
     with pytest.raises(InvalidRequestError, match="no audio samples"):
-        decode_file(wav_bytes(np.zeros((1, 0), dtype=np.float32), 16000))
+        decode_file(pcm_wav(np.zeros((1, 0), dtype=np.float32), 16000))
 
 
 def test_truncated_mp3_is_refused():
@@ -184,7 +162,7 @@ def test_audio_over_the_duration_limit_is_refused_in_every_form(speech_wav):
 
 def test_duration_limit_holds_when_the_header_understates_the_length():
     """A streamed WAV header (size 0xFFFFFFFF) promises nothing; decoding stops at the limit."""
-    data = bytearray(wav_bytes(tone(10.0, 16000), 16000))
+    data = bytearray(pcm_wav(tone(10.0, 16000), 16000))
     data[40:44] = (0xFFFFFFFF).to_bytes(4, "little")
     with pytest.raises(AudioTooLongError, match="limit of 4 s"):
         decode_file(bytes(data), max_seconds=4)

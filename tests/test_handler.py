@@ -266,6 +266,26 @@ def test_progress_moves_during_one_batch(plain_handler, speech_wav):
     assert len(set(before_the_end)) >= 3 and seen == sorted(seen), seen
 
 
+def test_should_stop_ends_decoding_within_a_step_and_the_handler_keeps_serving(plain_handler, speech_wav):
+    from audio import decode_file
+    from errors import RequestAbandoned
+
+    minute = np.tile(decode_file(speech_wav).samples, 22)
+    body = {"inputs": {"array": minute, "sampling_rate": 16000}, "parameters": {"language": "en", "batch_size": 1}}
+    asked: list[bool] = []
+
+    def stop_on_the_second_decoder_step() -> bool:  # asked once at the lock, then at every decoder step
+        asked.append(len(asked) >= 2)
+        return asked[-1]
+
+    with pytest.raises(RequestAbandoned):
+        plain_handler(body, should_stop=stop_on_the_second_decoder_step)
+    assert asked == [False, False, True], "decoding ran on after it was told to stop"
+    with pytest.raises(RequestAbandoned, match="waited for the models"):
+        plain_handler(body, should_stop=lambda: True)
+    assert_well_formed(plain_handler({"inputs": speech_wav}), SPEECH_SECONDS)
+
+
 def test_speech_aligned_pieces_put_text_on_the_file_clock(plain_handler, speech_wav):
     """Speech after 20 s of silence: nothing is decoded in the silence, and times are the file's."""
     from audio import decode_file

@@ -13,7 +13,6 @@ import re
 import socket
 import tempfile
 import time
-import wave
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from audio_files import float_wav, pcm_wav
 from conftest import two_speakers
 from servers import serving
 
@@ -33,16 +33,6 @@ from handler import EndpointHandler
 
 LIMIT_S = 10.0  # the hardened handler's MAX_AUDIO_SECONDS
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
-
-
-def wav(samples: np.ndarray, rate: int = 16000) -> bytes:
-    """PCM16 WAV; ``samples`` is (n,) or (channels, n)."""
-    frames = np.atleast_2d(samples)
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as writer:
-        writer.setnchannels(frames.shape[0]), writer.setsampwidth(2), writer.setframerate(rate)
-        writer.writeframes((np.clip(frames.T, -1, 1) * 32767).astype("<i2").tobytes())
-    return buffer.getvalue()
 
 
 def resampled(samples: np.ndarray, rate: int) -> np.ndarray:
@@ -70,7 +60,7 @@ class Case:
 
 
 def cases(speech: np.ndarray) -> list[Case]:
-    speech_wav = wav(speech)
+    speech_wav = pcm_wav(speech)
     six_channels = np.stack([speech * (0.5 + 0.1 * channel) for channel in range(6)])
     return [
         Case("invalid base64", "@@@ not base64 @@@", {}, 400, "not valid base64"),
@@ -79,14 +69,14 @@ def cases(speech: np.ndarray) -> list[Case]:
         Case("base64 of a zip", zip_bytes(), {}, 400, "could not decode|no audio"),
         Case("truncated WAV", speech_wav[: len(speech_wav) // 3], {}, 400, "truncated"),
         Case("0 bytes", "", {}, 400, "empty"),
-        Case("WAV header without frames", wav(np.zeros(0)), {}, 400, "no audio samples|empty|could not decode"),
-        Case("50 ms of audio", wav(speech[:800]), {}, 200, empty=True),
-        Case("silence", wav(np.zeros(16000 * 3)), {}, 200, empty=True),
-        Case("noise", wav(np.random.default_rng(1).standard_normal(16000 * 3) * 0.2), {}, 200, empty=True),
-        Case("8 kHz speech", wav(resampled(speech, 8000), 8000), {}, 200),
-        Case("44.1 kHz speech", wav(resampled(speech, 44100), 44100), {}, 200),
-        Case("6-channel speech", wav(six_channels), {}, 200),
-        Case("longer than MAX_AUDIO_SECONDS", wav(np.tile(speech, 5)), {}, 413, r"limit of 10 s \(MAX_AUDIO_SECONDS\)"),
+        Case("WAV header without frames", pcm_wav(np.zeros(0)), {}, 400, "no audio samples|empty|could not decode"),
+        Case("50 ms of audio", pcm_wav(speech[:800]), {}, 200, empty=True),
+        Case("silence", pcm_wav(np.zeros(16000 * 3)), {}, 200, empty=True),
+        Case("noise", pcm_wav(np.random.default_rng(1).standard_normal(16000 * 3) * 0.2), {}, 200, empty=True),
+        Case("8 kHz speech", pcm_wav(resampled(speech, 8000), 8000), {}, 200),
+        Case("44.1 kHz speech", pcm_wav(resampled(speech, 44100), 44100), {}, 200),
+        Case("6-channel speech", pcm_wav(six_channels), {}, 200),
+        Case("longer than MAX_AUDIO_SECONDS", pcm_wav(np.tile(speech, 5)), {}, 413, r"limit of 10 s \(MAX_AUDIO_SECONDS\)"),
         Case("parameters not an object", speech_wav, ["language", "en"], 400, "'parameters' must be a JSON object"),
         Case("batch_size wrong type", speech_wav, {"batch_size": "big"}, 400, "batch_size"),
         Case("batch_size 0", speech_wav, {"batch_size": 0}, 400, "batch_size"),
@@ -109,8 +99,8 @@ def cases(speech: np.ndarray) -> list[Case]:
         Case("translate on an English-only model", speech_wav, {"task": "translate"}, 400, "English-only"),
         Case("unknown parameters", speech_wav, {"temprature": 0.2, "speakers": 2}, 200, "unknown parameter 'temprature'"),
         # round two (issue 12): each a class, not one input
-        Case("9-channel speech", wav(np.stack([speech[:16000]] * 9)), {}, 200),  # under the 1 MB upload limit
-        Case("64-channel audio", wav(np.stack([speech[:4800]] * 64)), {}, 200),
+        Case("9-channel speech", pcm_wav(np.stack([speech[:16000]] * 9)), {}, 200),  # under the 1 MB upload limit
+        Case("64-channel audio", pcm_wav(np.stack([speech[:4800]] * 64)), {}, 200),
         Case("NaN inside a float WAV", float_wav(np.where(np.arange(len(speech)) == 5000, np.nan, speech)), {}, 400, "NaN or infinite"),
         Case("infinity inside a float WAV", float_wav(np.where(np.arange(len(speech)) == 5, np.inf, speech)), {}, 400, "NaN or infinite"),
         Case("prompt with <|endoftext|>", speech_wav, {"prompt": "hello <|endoftext|>"}, 400, "special tokens"),
@@ -126,15 +116,6 @@ def nested(depth: int) -> list:
     for _ in range(depth):
         value = [value]
     return value
-
-
-def float_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
-    """IEEE-float WAV (format 3), which can carry NaN."""
-    data = samples.astype("<f4").tobytes()
-    header = b"fmt " + (16).to_bytes(4, "little") + (3).to_bytes(2, "little") + (1).to_bytes(2, "little")
-    header += rate.to_bytes(4, "little") + (rate * 4).to_bytes(4, "little") + (4).to_bytes(2, "little") + (32).to_bytes(2, "little")
-    body = b"WAVE" + header + b"data" + len(data).to_bytes(4, "little") + data
-    return b"RIFF" + len(body).to_bytes(4, "little") + body
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +215,7 @@ def test_32_concurrent_clients_get_their_own_answers(hardened_url, speech):
         if index % 4 == 3:
             return index, httpx.post(hardened_url + "/", json={"inputs": "!!", "parameters": {}}, timeout=120), None
         padded = np.concatenate([np.zeros(1600 * index, dtype=np.float32), speech])  # + 0.1 s per index
-        return index, httpx.post(hardened_url + "/", content=wav(padded), timeout=120), len(padded) / 16000
+        return index, httpx.post(hardened_url + "/", content=pcm_wav(padded), timeout=120), len(padded) / 16000
 
     def round_of_32() -> list[tuple[int, httpx.Response, float | None]]:
         with ThreadPoolExecutor(32) as pool:
@@ -351,8 +332,8 @@ def temporary_file_descriptors() -> list[str]:
 def test_uploads_leave_no_temporary_files(hardened, speech):
     """Multipart uploads over 1 MB spill to a temporary file; it must be closed and gone
     afterwards, on success and on every kind of error."""
-    good = wav(np.stack([resampled(np.tile(speech, 3), 44100)] * 2), 44100)  # 8.4 s, 1.5 MB
-    too_long = wav(np.tile(speech, 15))  # 42 s > MAX_AUDIO_SECONDS, 1.3 MB
+    good = pcm_wav(np.stack([resampled(np.tile(speech, 3), 44100)] * 2), 44100)  # 8.4 s, 1.5 MB
+    too_long = pcm_wav(np.tile(speech, 15))  # 42 s > MAX_AUDIO_SECONDS, 1.3 MB
     junk = b"\x01" * (2 * 1024 * 1024)
     assert min(len(good), len(too_long), len(junk)) > 1024 * 1024
     with serving(server.create_app(lambda: hardened, ServerSettings(max_upload_mb=8))) as base_url:

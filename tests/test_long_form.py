@@ -51,6 +51,7 @@ def test_no_speech_no_pieces_and_impossible_padding_is_refused():
 def test_chunks_go_on_the_file_clock_and_text_in_whispers_padding_is_dropped():
     piece = Piece(start=10 * RATE, end=25 * RATE)  # 15 s long
     raw = [
+        {"text": " Unplaced", "timestamp": (None, 0.4)},  # no start: the piece's start
         {"text": " Hello.", "timestamp": (0.5, 2.0)},
         {"text": " Open", "timestamp": (3.0, None)},
         {"text": " Past", "timestamp": (14.0, 16.0)},
@@ -58,5 +59,5 @@ def test_chunks_go_on_the_file_clock_and_text_in_whispers_padding_is_dropped():
     ]
     placed = on_file_clock(raw, piece, RATE)
     assert [(c["text"], c["timestamp"]) for c in placed] == [
-        (" Hello.", (10.5, 12.0)), (" Open", (13.0, 25.0)), (" Past", (24.0, 25.0)),
+        (" Unplaced", (10.0, 10.4)), (" Hello.", (10.5, 12.0)), (" Open", (13.0, 25.0)), (" Past", (24.0, 25.0)),
     ]

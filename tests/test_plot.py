@@ -32,6 +32,8 @@ def test_text_appears_only_where_it_fits():
     assert _fitting("a\x0eb", 1.0) == "ab", "control characters have no glyph"
 
 
-def test_without_diarization_one_lane(tmp_path):
-    result = {"speakers": [], "chunks": [{"text": " Hello there.", "timestamp": [0.5, 2.0]}], "duration": 3.0}
-    assert png_size(plot_timeline(result, tmp_path / "plain.png"))[0] == 1400
+def test_a_lane_per_speaker_and_one_without_diarization(tmp_path):
+    plain = {"speakers": [], "chunks": [{"text": " Hello there.", "timestamp": [0.5, 2.0]}], "duration": 30.0}
+    one = {"chunks": [], "speakers": [{"speaker": "A", "text": "Hello.", "timestamp": [0.5, 2.0]}], "duration": 30.0}
+    heights = [png_size(plot_timeline(result, tmp_path / f"{index}.png"))[1] for index, result in enumerate((plain, one, diarized(30.0)))]
+    assert heights[0] == heights[1] < heights[2], heights
