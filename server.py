@@ -1,6 +1,6 @@
 """Self-hosted server: the Inference Endpoints contract and the OpenAI audio API, one set of models.
 
-    uvicorn server:app --host 0.0.0.0 --port 8000
+    python server.py --host 0.0.0.0 --port 8000    (or: uvicorn server:app ..., without the connection guard)
 
 Unset, ``ASR_MODEL`` and ``DIARIZATION_MODEL`` are the embedded ``whisper-base`` and
 ``pyannote-campplus`` (``models.py``; no Hub needed); set them to Hub ids or folders, or
@@ -17,11 +17,15 @@ interleaving, and a bounded queue answers 503 with ``Retry-After`` instead of pi
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import functools
 import hmac
 import json
 import logging
 import math
+import statistics
+import sys
 import threading
 import time
 import traceback
@@ -31,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Protocol
 
+import uvicorn
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -41,6 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config import ServerSettings
+from connection_guard import ConnectionLimits, GuardedHttpToolsProtocol
 from errors import AudioTooLongError, InvalidRequestError, RequestAbandoned
 from openai_api import (
     STREAMABLE_FORMATS,
@@ -91,6 +97,7 @@ class InferenceQueue:
         self.pending = 0  # running + waiting; touched only on the event loop
         self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
         self._recent_seconds: deque[float] = deque(maxlen=20)
+        self._started: dict[int, float] = {}  # worker thread -> when its current call began
 
     async def run(
         self, data: dict[str, Any], client_gone: Callable[[], Awaitable[bool]] | None = None, **callbacks: Any
@@ -116,7 +123,7 @@ class InferenceQueue:
         future.add_done_callback(self._finished)
         watcher = asyncio.ensure_future(_poll(client_gone)) if client_gone is not None else None
         try:
-            waiting = {asyncio.shield(future), *([watcher] if watcher else [])}
+            waiting = {future, *([watcher] if watcher else [])}  # asyncio.wait never cancels what it waits on
             done, _ = await asyncio.wait(waiting, timeout=self.timeout_s, return_when=asyncio.FIRST_COMPLETED)
             if future.done():
                 return future.result()
@@ -132,15 +139,20 @@ class InferenceQueue:
                 watcher.cancel()
 
     def retry_after_s(self) -> int:
-        """Seconds until the queue has likely drained, from recent processing times."""
-        average = sum(self._recent_seconds) / len(self._recent_seconds) if self._recent_seconds else 1.0
-        return max(1, math.ceil(average * self.pending))
+        """Seconds until a slot is likely free, which is all a refused client needs: the typical
+        (median) recent processing time, less what the longest-running call has already spent.
+        (Multiplying by the queue length overstated it 4x: work ahead of a retry is not the
+        whole queue, and abandoned work now leaves early.)"""
+        typical = statistics.median(self._recent_seconds) if self._recent_seconds else 1.0
+        spent = time.monotonic() - min(self._started.values()) if self._started else 0.0
+        return max(1, math.ceil(typical - spent))
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _timed_call(self, data: dict[str, Any], callbacks: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
+        self._started[threading.get_ident()] = started
         try:
             return self.handler(data, **callbacks)
         except (InvalidRequestError, ServiceError, RequestAbandoned):
@@ -149,6 +161,7 @@ class InferenceQueue:
             logger.error("inference failed: %s", self.redact("".join(traceback.format_exception(error))))
             raise ServiceError(500, "internal error while processing the audio; the server log has the details") from error
         finally:
+            self._started.pop(threading.get_ident(), None)
             self._recent_seconds.append(time.monotonic() - started)
 
     def _finished(self, future: asyncio.Future) -> None:
@@ -239,6 +252,51 @@ BEARER = HTTPBearer(auto_error=False, description="needed when the server has AP
 
 
 WRONG_KEY = "missing or wrong API key: send 'Authorization: Bearer <API_KEY>'"
+
+
+class BodyReadTimeout:
+    """A request body must keep coming (``idle_s`` between chunks) and end within ``total_s``:
+    a stalled or dripping upload gets 408 and frees its connection, and the route sees a
+    disconnected client. Once the body is in, ``receive`` is passed through untouched (waiting
+    for a disconnect while the models work is not a stall)."""
+
+    def __init__(self, app: ASGIApp, idle_s: float, total_s: float) -> None:
+        self.app, self.idle_s, self.total_s = app, idle_s, total_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = time.monotonic() + self.total_s
+        state = {"body_done": False, "timed_out": False, "response_started": False}
+
+        async def timed_receive() -> Message:
+            if state["body_done"]:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=max(min(self.idle_s, deadline - time.monotonic()), 0.0))
+            except TimeoutError:
+                state["body_done"] = True
+                if not state["response_started"]:
+                    state["timed_out"] = True
+                    message_text = (
+                        f"the request body stalled or took too long (BODY_IDLE_TIMEOUT_S={self.idle_s:g}, "
+                        f"BODY_TIMEOUT_S={self.total_s:g})"
+                    )
+                    await error_response(scope["path"], 408, message_text, {"Connection": "close"})(scope, receive, send)
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                state["body_done"] = True
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            if state["timed_out"]:
+                return  # the 408 went out; the route's late answer has nowhere to go
+            if message["type"] == "http.response.start":
+                state["response_started"] = True
+            await send(message)
+
+        await self.app(scope, timed_receive, guarded_send)
 
 
 class HeaderGate:
@@ -397,6 +455,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s)
     app.add_middleware(HeaderGate, api_key=settings.api_key)  # added later = runs earlier: before the body is read
     app.add_middleware(StartupFailureInOneLine)
     _add_error_handlers(app, settings)
@@ -574,6 +633,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
             },
             "device": str(getattr(recognizer, "device", "unknown")),
             "dtype": str(getattr(recognizer, "dtype", "unknown")).removeprefix("torch."),
+            "precision": getattr(recognizer, "precision", "unknown"),  # the CPU fast path's int8/bfloat16 parts
             "queue": {"in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue},
             "auth": settings.api_key is not None,
         }
@@ -703,3 +763,30 @@ def _add_error_handlers(app: FastAPI, settings: ServerSettings) -> None:
 
 
 app = create_app()
+
+
+def guarded_config(asgi_app: Any, settings: ServerSettings | None = None, **options: Any) -> uvicorn.Config:
+    """Uvicorn's config with the connection guard (``connection_guard.py``): the header deadline
+    and the connection cap from ``settings``; ``options`` are Uvicorn's (host, port, log_level)."""
+    settings = settings or ServerSettings()
+    limits = ConnectionLimits(header_timeout_s=settings.header_timeout_s, max_connections=settings.max_connections)
+    return uvicorn.Config(asgi_app, http=functools.partial(GuardedHttpToolsProtocol, limits=limits), **options)
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Serve the models over HTTP (Uvicorn with the connection guard).")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python server.py --host 0.0.0.0 --port 8000``: the recommended way to serve."""
+    arguments = parse_arguments(argv)
+    uvicorn.Server(guarded_config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level)).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

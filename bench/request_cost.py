@@ -31,6 +31,8 @@ CASES: dict[str, tuple[float, dict]] = {  # name: (seconds of audio, parameters)
     ),
     "16 beams + word, 30 s": (30.0, {"num_beams": 16, "return_timestamps": "word"}),
     "batch 256, word, 120 s": (120.0, {"batch_size": 256, "return_timestamps": "word"}),
+    "16 beams, batch 256, 120 s": (120.0, {"num_beams": 16, "batch_size": 256}),
+    "chunk 2 s, 16 beams + word, 60 s": (60.0, {"chunk_length_s": 2, "num_beams": 16, "return_timestamps": "word"}),
 }
 
 

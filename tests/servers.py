@@ -10,11 +10,16 @@ from typing import Any
 
 import uvicorn
 
+from config import ServerSettings
+from server import guarded_config
+
 
 @contextmanager
-def serving(app: Any, startup_timeout_s: float = 60.0) -> Iterator[str]:
-    """Run ``app`` under Uvicorn on a free port; yield its base URL; stop it afterwards."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+def serving(app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0) -> Iterator[str]:
+    """Run ``app`` under Uvicorn as ``python server.py`` does (connection guard from ``settings``)
+    on a free port; yield its base URL; stop it afterwards."""
+    config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout_s

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 SCRIPT_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>(?:bench/)?[a-z_]+\.py)\b(?P<rest>[^`\n]*)")
 PARSED_SCRIPTS = {"cli.py": "cli", "client.py": "client", "deploy.py": "deploy", "evaluate.py": "evaluate",
-                  "bench/long_form.py": "bench.long_form"}
+                  "server.py": "server", "bench/long_form.py": "bench.long_form", "bench/cpu_speed.py": "bench.cpu_speed"}
 
 
 def shell_lines() -> list[str]:
@@ -50,7 +50,7 @@ def script_calls() -> list[tuple[str, str, list[str]]]:
 
 def test_the_readme_has_the_commands_this_test_reads():
     scripts = {script for _, script, _ in script_calls()}
-    assert {"cli.py", "client.py", "deploy.py", "evaluate.py", "models.py"} <= scripts, scripts
+    assert {"cli.py", "client.py", "deploy.py", "evaluate.py", "models.py", "server.py"} <= scripts, scripts
 
 
 @pytest.mark.parametrize(("python", "script", "arguments"), script_calls(), ids=lambda value: str(value)[:40])

@@ -6,6 +6,7 @@ pipeline plugged into the handler's seam, so speaker labels are known in advance
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -227,6 +228,37 @@ def test_full_queue_answers_503_with_retry_after(handler, speech_wav):
     results = [response.json() for response in responses if response.status_code == 200]
     assert all(result == results[0] for result in results), "every answer is the answer to its own request"
     assert after.status_code == 200 and queue["in_progress_or_waiting"] == 0
+
+
+class Sleeper:
+    """Stands in for the handler: each call takes ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __call__(self, data, **callbacks):
+        time.sleep(self.seconds)
+        return {"text": ""}
+
+
+def test_retry_after_is_the_time_until_a_slot_frees_not_the_whole_queue():
+    """Calls take 1 s; with one running and two waiting, a refused client can come back in about
+    a second (when the running call ends), not in 3 s (each queued call's time added up)."""
+
+    async def scenario() -> tuple[int, int]:
+        queue = server.InferenceQueue(Sleeper(1.0), ServerSettings(max_queue=2), redact=str)
+        await queue.run({})  # one call's time on record
+        waiting = [asyncio.ensure_future(queue.run({})) for _ in range(3)]
+        await asyncio.sleep(0.3)
+        with pytest.raises(server.ServiceError) as refused:
+            await queue.run({})
+        pending = queue.pending
+        await asyncio.gather(*waiting)
+        queue.close()
+        return int(refused.value.headers["Retry-After"]), pending
+
+    retry_after, pending = asyncio.run(scenario())
+    assert pending == 3 and retry_after == 1
 
 
 def test_processing_timeout_is_504_and_the_server_recovers(handler, speech_wav):
