@@ -37,7 +37,8 @@ from transformers import (
 from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
 from audio import SAMPLING_RATE
-from config import InferenceConfig, ModelCapabilities, ModelSettings
+from config import InferenceConfig, ModelCapabilities, ModelSettings, token_budget
+from cpu_fast_path import speed_up_for_cpu
 from errors import InvalidRequestError, RequestAbandoned
 from long_form import Piece, on_file_clock
 from transcript import Chunk, close_timestamps, joined_text
@@ -57,6 +58,7 @@ class _HandledWhisperNotices(logging.Filter):
     HANDLED = (
         "Passing `generation_config` together with generation-related",
         "Whisper did not predict an ending timestamp",
+        "`max_new_tokens` will take precedence",  # ours (config.token_budget) over the checkpoint's max_length
     )
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -101,12 +103,15 @@ class SpeechRecognizer:
         self.device = settings.resolved_device(torch.cuda.is_available())
         self.dtype = getattr(torch, settings.resolved_dtype(self.device))
         token = settings.hf_token.get_secret_value() if settings.hf_token else None
-        logger.info("loading ASR model %s on %s (%s)", settings.asr_model, self.device, self.dtype)
+        self.fast_path = settings.cpu_fast_path(self.device)
         model = WhisperForConditionalGeneration.from_pretrained(
             settings.asr_model, dtype=self.dtype, attn_implementation="sdpa", token=token
         )
         processor = AutoProcessor.from_pretrained(settings.asr_model, token=token)
         self.model = model.to(self.device).eval()
+        # What the weights compute in, for the log and /ready: the dtype, or what the CPU fast path did.
+        self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
+        logger.info("loaded ASR model %s on %s (%s)", settings.asr_model, self.device, self.precision)
         self.model.get_encoder().register_forward_pre_hook(_without_attention_maps, with_kwargs=True)
         self.processor = processor
         self.pipeline = pipeline(
@@ -144,7 +149,10 @@ class SpeechRecognizer:
                 f"the decoder-only ASSISTANT_MODEL {name} reads the main model's encoder output, but its width "
                 f"({assistant.config.d_model}) differs from the ASR model's ({self.model.config.d_model})"
             )
-        return assistant.to(self.device).eval()
+        assistant = assistant.to(self.device).eval()
+        if self.fast_path:
+            speed_up_for_cpu(assistant)
+        return assistant
 
     def transcribe(
         self,
@@ -177,6 +185,9 @@ class SpeechRecognizer:
             generate_kwargs["assistant_model"] = self.assistant
         if config.prompt:
             generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
+        budget = token_budget(config.chunk_length_s)
+        if budget is not None:
+            generate_kwargs["max_new_tokens"] = budget
         options = {
             "batch_size": config.batch_size,
             "return_timestamps": "word" if config.return_timestamps == "word" else True,

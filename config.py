@@ -9,6 +9,7 @@ Nothing here imports torch: every rule is testable on its own.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,8 +104,14 @@ class ModelSettings(BaseSettings):
             return "cuda:0" if cuda_available else "cpu"
         return self.device
 
+    def cpu_fast_path(self, device: str) -> bool:
+        """``auto`` on CPU means float32 weights made fast by ``cpu_fast_path.py`` (int8 decoder,
+        bfloat16 encoder where the CPU has it); an explicit DTYPE is taken as it is."""
+        return self.dtype == "auto" and device == "cpu"
+
     def resolved_dtype(self, device: str) -> str:
-        """``auto`` means float16 on CUDA (fast, and what Whisper was released in), float32 on CPU."""
+        """``auto`` means float16 on CUDA (fast, and what Whisper was released in), float32 on CPU
+        (then sped up by ``cpu_fast_path``)."""
         if self.dtype != "auto":
             return self.dtype
         return "float16" if device.startswith("cuda") else "float32"
@@ -119,6 +126,13 @@ class ServerSettings(BaseSettings):
     max_upload_mb: float = Field(default=100.0, gt=0)  # request body size, base64 included (413)
     max_queue: int = Field(default=16, ge=0)  # requests waiting behind the running one (503 beyond)
     request_timeout_s: float | None = Field(default=None, gt=0)  # unset: a request may take as long as it needs
+    # Slow clients (connection_guard.py, server.BodyReadTimeout): 408 for headers not done within
+    # HEADER_TIMEOUT_S, a body pausing over BODY_IDLE_TIMEOUT_S or lasting over BODY_TIMEOUT_S;
+    # 503 for connections beyond MAX_CONNECTIONS.
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_idle_timeout_s: float = Field(default=30.0, gt=0)
+    body_timeout_s: float = Field(default=600.0, gt=0)
+    max_connections: int = Field(default=256, ge=1)
 
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod
@@ -302,25 +316,51 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
 
 
 WORD_ALIGNMENT_COST = 4  # word alignment keeps every decoder step's cross-attention: ~4x a sequence's memory
+# A beam costs about twice a batch item (bench/request_cost.py, whisper-tiny.en, word timestamps:
+# 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
+BEAM_COST = 2
+
+
+WHISPER_TOKENS_PER_WINDOW = 448  # Whisper's decoder context: its token budget for a 30-s window
+WHISPER_WINDOW_S = 30.0
+
+
+def token_budget(window_s: float) -> int | None:
+    """``max_new_tokens`` for windows of ``window_s`` seconds: Whisper's own budget (448 tokens
+    per 30 s) scaled to the window, plus a margin for the start and timestamp tokens. None for
+    full-size windows, which keep Whisper's default. A 1-s window thus stops a looping decode
+    after 31 tokens instead of 448: memory per step is the same for a 1-s and a 30-s window
+    (the encoder always sees 30 s), so the budget is what bounds it."""
+    budget = math.ceil(window_s * WHISPER_TOKENS_PER_WINDOW / WHISPER_WINDOW_S) + 16
+    return budget if budget < WHISPER_TOKENS_PER_WINDOW - 16 else None
 
 
 def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedRequest:
     """Keep the sequences decoded at once (``batch_size`` x ``num_beams``) within
-    ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST``, by lowering
-    the batch (it changes speed, never the text; the client hears of it only if it chose the batch).
+    ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST`` and a beam
+    ``BEAM_COST``: first by
+    lowering the batch (it changes speed, never the text; the client hears of it only if it chose
+    the batch), then, when beams alone exceed the bound, the beams (always with a warning: the
+    search differs).
 
     Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
     timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
-    on 120 s, 2.4 GB, 0.8 GB bounded. Beams are left as asked: memory there follows how long the
-    search runs more than how many beams it keeps (6 beams looped longer than 16 and used more)."""
+    on 120 s, 2.4 GB, 0.8 GB bounded. With word timestamps every decoder step keeps each beam's
+    cross-attention, so 16 beams running to Whisper's 448 tokens held over 1 GB; each beam also
+    holds its own copy of the encoder's keys and values."""
     per_sequence = WORD_ALIGNMENT_COST if config.return_timestamps == "word" else 1
-    batch = max(1, max_batch_items // (per_sequence * config.num_beams))
-    if config.batch_size <= batch:
-        return ResolvedRequest(config=config, warnings=[])
+    per_item = per_sequence * (BEAM_COST if config.num_beams > 1 else 1)
     warnings = []
-    if "batch_size" in config.model_fields_set:
+    beams = max(1, min(config.num_beams, max_batch_items // per_item))
+    if beams < config.num_beams:
+        warnings.append(f"num_beams {config.num_beams} was reduced to {beams} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
+    batch = max(1, max_batch_items // (per_item * beams))
+    if config.batch_size > batch and "batch_size" in config.model_fields_set:
         warnings.append(f"batch_size {config.batch_size} was reduced to {batch} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
-    return ResolvedRequest(config=config.model_copy(update={"batch_size": batch}), warnings=warnings)
+    if beams == config.num_beams and config.batch_size <= batch:
+        return ResolvedRequest(config=config, warnings=[])
+    bounded = config.model_copy(update={"num_beams": beams, "batch_size": min(config.batch_size, batch)})
+    return ResolvedRequest(config=bounded, warnings=warnings)
 
 
 def _language_code(language: str, capabilities: ModelCapabilities) -> str:

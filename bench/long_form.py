@@ -117,15 +117,14 @@ def _peak_rss_mb() -> float:
 
 
 class Worker:
-    def __init__(self, decoder: str, asr_model: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--worker", decoder, "--asr-model", asr_model],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        )
+    """A benchmark worker process: loads its model once, then answers one JSON line per file."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         self.loaded_rss_mb = self._read()["rss_mb"]
 
-    def run(self, path: Path) -> dict[str, Any]:
-        self.process.stdin.write(json.dumps({"path": str(path)}) + "\n")
+    def run(self, path: Path, **options: Any) -> dict[str, Any]:
+        self.process.stdin.write(json.dumps({"path": str(path), **options}) + "\n")
         self.process.stdin.flush()
         return self._read()
 
@@ -182,7 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     silent_share = sum(high - low for low, high in silences) / files["long"][2]
     print(f"long file: {files['long'][2] / 60:.1f} min, {len(silences)} inserted silences ({silent_share:.0%} of it)")
 
-    workers = {decoder: Worker(decoder, arguments.asr_model) for decoder in DECODERS}
+    workers = {
+        decoder: Worker([sys.executable, __file__, "--worker", decoder, "--asr-model", arguments.asr_model])
+        for decoder in DECODERS
+    }
     timings: dict[tuple[str, str], list[float]] = {}
     results: dict[tuple[str, str], dict[str, Any]] = {}
     peaks: dict[str, float] = {}

@@ -16,6 +16,13 @@ on the whole chunk with the mask applied at the pooling (what pyannote's own WeS
 does): CAM++'s context-aware layers average over their whole input, so the other voices in the
 chunk leak into every speaker's embedding. On the AMI excerpts that leak cost a point of DER
 (README). Speakers with under half a second of their own fall back to masked pooling.
+
+Cost, which sets the pace of diarization on CPU (``bench/cpu_speed.py``): a local speaker with no
+frame at all (a third to a half of the pairs in a conversation) is answered without running the
+network, with exactly the embedding masked pooling gives it; and on CPUs with bfloat16
+instructions the frame-level network runs under bfloat16 autocast. Together 1.9x faster on the
+59-s conversation; ``bench/tune_diarization.py --steps 0.25 --shipped`` gives the same DER on
+each of the 14 files with and without bfloat16.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from pyannote.audio import Model
 from pyannote.audio.core.task import Problem, Resolution, Specifications
 from pyannote.audio.models.blocks.pooling import StatsPool
 from torch import nn
+
+from cpu_fast_path import bfloat16_supported
 
 FBANK_BINS = 80
 EMBEDDING_SIZE = 192
@@ -175,6 +184,9 @@ class CamPlusPlus(Model):
         self.xvector = nn.Sequential(layers)
         self.pooling = StatsPool()
         self.dense = _Dense(channels * 2, embedding_size)
+        # pyannote asks for every (chunk, local speaker) pair, silent ones included (a third to a half
+        # of them in conversations); masked pooling over no frame is all zeros, whatever the frames.
+        self.register_buffer("_silent_statistics", torch.zeros(1, channels * 2), persistent=False)
 
     @property
     def dimension(self) -> int:
@@ -193,7 +205,9 @@ class CamPlusPlus(Model):
     def forward_frames(self, waveforms: torch.Tensor) -> torch.Tensor:
         """Frame-level features (batch, 512, frames) before pooling; refuses input too short to
         give two frames (pyannote probes for the shortest input the model takes this way)."""
-        frames = self.xvector(self.head(self.fbank(waveforms).transpose(1, 2)))
+        features = self.fbank(waveforms).transpose(1, 2)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=features.device.type == "cpu" and bfloat16_supported()):
+            frames = self.xvector(self.head(features)).float()
         if frames.shape[-1] < 2:
             raise ValueError(f"{waveforms.shape[-1]} samples are too few for a CAM++ embedding")
         return frames
@@ -205,6 +219,9 @@ class CamPlusPlus(Model):
             return self.dense(self.pooling(self.forward_frames(waveforms)))
         embeddings = []
         for waveform, mask in zip(waveforms, weights, strict=True):
+            if not mask.any():  # a silent local speaker: pooling over no frame gives zero statistics
+                embeddings.append(self.dense(self._silent_statistics))
+                continue
             own = _masked_samples(waveform, mask)
             if own.shape[-1] < MIN_OWN_SAMPLES:  # too little to embed on its own: pool over the chunk
                 frames = self.forward_frames(waveform[None])

@@ -16,7 +16,11 @@ from config import InferenceConfig, ModelSettings
 def recognizers(tiny_models):
     def build(assistant: str | None, main: str = "whisper") -> SpeechRecognizer:
         assistant_path = str(tiny_models[assistant]) if assistant else None
-        return SpeechRecognizer(ModelSettings(asr_model=str(tiny_models[main]), assistant_model=assistant_path))
+        # float32: token-identical assisted decoding is a property of plain precision. The CPU fast
+        # path quantises activations per call, so verifying k drafted tokens at once can round
+        # differently from k single steps (test_cpu_fast_path.py covers assisted runs there).
+        settings = ModelSettings(asr_model=str(tiny_models[main]), assistant_model=assistant_path, dtype="float32")
+        return SpeechRecognizer(settings)
 
     return {"seq2seq": build("assistant"), "causal": build("assistant_causal"), "english": build(None, "whisper_en")}
 
@@ -113,3 +117,18 @@ def test_capabilities_come_from_the_checkpoint(recognizers):
 def test_assistant_with_another_vocabulary_fails_at_start(tiny_models):
     with pytest.raises(ValueError, match="vocabulary"):
         SpeechRecognizer(ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["whisper_en"])))
+
+
+@pytest.mark.parametrize(("chunk_length_s", "budget"), [(1.0, 31), (30.0, None)])
+def test_short_windows_get_whispers_token_budget_scaled_down(recognizers, speech, monkeypatch, chunk_length_s, budget):
+    """A looping decode of a 1-s window stops after 31 tokens, not Whisper's 448."""
+    recognizer = recognizers["english"]
+    original, budgets = recognizer.model.generate, []
+
+    def generate(*args, **kwargs):
+        budgets.append(kwargs.get("max_new_tokens"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(recognizer.model, "generate", generate)
+    recognizer.transcribe(speech.samples, InferenceConfig(chunk_length_s=chunk_length_s), speech.duration)
+    assert budgets and set(budgets) == {budget}

@@ -69,3 +69,20 @@ def test_too_little_own_speech_falls_back_to_masked_pooling_over_the_chunk(rando
         embedded = model(waveform, weights=mask)
         pooled = model.dense(model.pooling(model.forward_frames(waveform), weights=mask))
     assert torch.allclose(embedded, pooled, atol=1e-6) and torch.isfinite(embedded).all()
+
+
+def test_a_silent_local_speaker_costs_nothing_and_embeds_as_masked_pooling_would(random_campplus):
+    """pyannote asks for every (chunk, local speaker) pair; for one with no frame at all the
+    network is skipped, and the answer equals pooling the chunk's frames with an all-zero mask."""
+    model, _ = random_campplus
+    waveform = torch.randn(1, 1, 160000) * 0.1
+    silent = torch.zeros(1, 589)
+    with torch.inference_mode():
+        full = model.dense(model.pooling(model.forward_frames(waveform), weights=silent))
+        calls = []
+        handle = model.xvector.register_forward_hook(lambda *_: calls.append(1))
+        try:
+            skipped = model(waveform, weights=silent)
+        finally:
+            handle.remove()
+    assert calls == [] and torch.allclose(skipped, full, atol=1e-6)

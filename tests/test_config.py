@@ -277,7 +277,7 @@ def test_assisted_auto_is_the_default_with_an_assistant():
     assert ModelSettings().assisted_max_seconds == 30.0
 
 
-def test_bounded_work_lowers_the_batch_never_the_beams():
+def test_bounded_work_lowers_the_batch_first_and_the_beams_only_beyond_the_bound():
     from config import bounded_work
 
     chosen = InferenceConfig(batch_size=256, return_timestamps="word")
@@ -288,6 +288,21 @@ def test_bounded_work_lowers_the_batch_never_the_beams():
     default = bounded_work(InferenceConfig(return_timestamps="word"), max_batch_items=48)
     assert default.config.batch_size == 12 and default.warnings == [], "the default batch is lowered silently"
     beams = bounded_work(InferenceConfig(num_beams=16, return_timestamps="word"), max_batch_items=48)
-    assert (beams.config.num_beams, beams.config.batch_size) == (16, 1)
+    assert (beams.config.num_beams, beams.config.batch_size) == (6, 1)
+    assert beams.warnings == ["num_beams 16 was reduced to 6 to bound memory (MAX_BATCH_ITEMS=48)"]
+    segment_beams = bounded_work(InferenceConfig(num_beams=16), max_batch_items=48)
+    assert (segment_beams.config.num_beams, segment_beams.config.batch_size, segment_beams.warnings) == (16, 1, [])
+    four_beams = bounded_work(InferenceConfig(num_beams=4, batch_size=8), max_batch_items=48)
+    assert (four_beams.config.num_beams, four_beams.config.batch_size) == (4, 6)
     segment = bounded_work(InferenceConfig(), max_batch_items=48)
     assert segment.config.batch_size == 24 and segment.warnings == []
+
+
+def test_token_budget_scales_whispers_own_budget_to_the_window():
+    from config import token_budget
+
+    assert token_budget(1.0) == 31 and token_budget(5.0) == 91
+    assert token_budget(30.0) is None and token_budget(29.0) is None, "full-size windows keep Whisper's default"
+    budgets = {seconds / 2: token_budget(seconds / 2) for seconds in range(1, 61)}
+    assert all(budget is None or budget >= window * 448 / 30 for window, budget in budgets.items())
+    assert all(budget is not None for window, budget in budgets.items() if window <= 27)
