@@ -174,8 +174,9 @@ def slow_clients(url: str, count: int) -> list[int]:
         return list(pool.map(trickle, [False] * count + [True] * count))
 
 
-def mass_hang_up(url: str, speech_wav: bytes, clients: int) -> float:
-    """Seconds from the last of ``clients`` hang-ups until a good request is answered 200."""
+def mass_hang_up(url: str, speech_wav: bytes, good_wav: bytes, clients: int) -> float:
+    """Seconds from the last of ``clients`` hang-ups (each sending ``speech_wav``) until a good
+    request (``good_wav``) is answered 200."""
 
     def hang_up(_: int) -> None:
         try:
@@ -188,7 +189,7 @@ def mass_hang_up(url: str, speech_wav: bytes, clients: int) -> float:
         list(pool.map(hang_up, range(clients)))
     gone = time.monotonic()
     while True:
-        answer = httpx.post(url + "/", content=speech_wav[:200_000], params={"language": "en"},
+        answer = httpx.post(url + "/", content=good_wav, params={"language": "en"},
                             headers={"Content-Type": "audio/wav", "Authorization": f"Bearer {KEY}"}, timeout=120)
         if answer.status_code == 200:
             return time.monotonic() - gone
@@ -222,19 +223,19 @@ def main(argv: list[str] | None = None) -> int:
                 statuses.setdefault(kind, Counter())[status] += 1
                 if status >= 500 or status == 0:
                     failures.append(f"{kind}: {status}")
-        print("stage:", 'heavy: list[tuple[str, float, ', flush=True)
+        print("stage: heaviest allowed requests", flush=True)
         heavy: list[tuple[str, float, float, int]] = []
         for name, seconds, parameters in HEAVY:
             audio = pcm_wav(np.resize(speech, int(seconds * 16000)))
             started = time.monotonic()
             answer = client.post("/", content=audio, params={"language": "en", **parameters}, headers={"Content-Type": "audio/wav"})
             heavy.append((name, server.peak_since(started) - idle, time.monotonic() - started, answer.status_code))
-            if answer.status_code != 200:
+            if answer.status_code not in (200, 504):  # 504: REQUEST_TIMEOUT_S=60 stopped it, as documented
                 failures.append(f"{name}: {answer.status_code}")
-        print("stage:", 'slow = slow_clients(server.url', flush=True)
+        print("stage: slow clients", flush=True)
         slow = slow_clients(server.url, 10)
-        print("stage:", 'recovery = mass_hang_up(server', flush=True)
-        recovery = mass_hang_up(server.url, pcm_wav(np.resize(speech, 60 * 16000)), 20)
+        print("stage: mass hang-up", flush=True)
+        recovery = mass_hang_up(server.url, pcm_wav(np.resize(speech, 60 * 16000)), pcm_wav(speech[:32000]), 20)
         after = client.get("/health").status_code
     finally:
         server.close()
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| kind | answers |\n|---|---|")
     for kind, counter in statuses.items():
         print(f"| {kind} | {', '.join(f'{status} x{count}' for status, count in sorted(counter.items()))} |")
-    print("\n| heaviest allowed request | peak RSS above idle MB | s | status |\n|---|---|---|---|")
+    print("\n| heaviest allowed request | peak RSS above the idle server at the probe's start, MB | s | status |\n|---|---|---|---|")
     for name, peak, seconds, status in heavy:
         print(f"| {name} | {peak:.0f} | {seconds:.1f} | {status} |")
     print(f"\nslow clients (10 slowloris, 10 stalled bodies): {dict(Counter(slow))}")
