@@ -12,6 +12,8 @@ fix raises ``InvalidRequestError`` (a ``ValueError``), which Endpoints answers w
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -102,7 +104,10 @@ class EndpointHandler:
         with self._lock:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
-            return self._transcribe(audio, config, warnings, on_progress, on_segment, should_stop)
+            try:
+                return self._transcribe(audio, config, warnings, on_progress, on_segment, should_stop)
+            finally:
+                _return_freed_memory()
 
     def _transcribe(
         self,
@@ -191,6 +196,22 @@ class EndpointHandler:
         if self.decoding_policy.choose(duration):
             return config.model_copy(update={"assisted": True, "batch_size": 1})
         return config.model_copy(update={"assisted": False})
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap a request freed back to the system (glibc ``malloc_trim``): glibc keeps it
+    otherwise, and the next heavy request then peaks on top of the last one's leftovers."""
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
 
 
 def _response(
