@@ -3,8 +3,8 @@ layers in int8 and, where the CPU has bfloat16 instructions, the encoder and the
 projection in bfloat16 (without them, the projection is int8 too and the encoder stays float32).
 CUDA keeps float16 and SDPA.
 
-Why this split (``bench/cpu_speed.py``, whisper-base, 2 cores, greedy; WER on the dev files and a
-10-min file):
+Why this split (whisper-base, 2 cores, greedy; speed from ``bench/cpu_speed.py``, the error counts
+from ad-hoc runs of one variant at a time over the dev files and its 10-min file):
 
 - The decoder runs once per token; its cost is weight bandwidth in the layers' linear maps and
   the vocabulary projection (``proj_out``, 51,865 x 512). Dynamic int8 quantisation (a weight

@@ -26,7 +26,7 @@ Systems (all greedy, English given, segment timestamps, the machine's threads):
 - ``ours-parts``: the same models, timing diarization alone and ASR with word timestamps alone,
   one after the other, to show which of the two sets the pace. Its own process: once a process
   has run the two side by side, OpenMP's idle threads stop spinning (libgomp throttles when
-  there are more pool threads than cores) and diarization alone measures 1.8x slower there.
+  there are more pool threads than cores) and diarization alone measured 1.8x slower there.
 
 Files: the dev files with text (WER pooled over them, Whisper's English normaliser), a short
 clip and the 1-min conversation among them, and the 10-min file of ``bench/long_form.py``'s
@@ -49,7 +49,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.long_form import DEV_AUDIO, Worker, _peak_rss_mb, build_long_file
+from bench.long_form import DEV_AUDIO, Worker, _peak_rss_mb, benchmark_files
 
 OURS = ("ours", "ours-without-bf16", "ours-fp32", "ours+diarization", "ours-parts")
 FASTER_WHISPER = ("fw-int8", "fw-fp32", "fw-int8-batched")
@@ -168,24 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         handler_worker(arguments.worker, arguments.asr_model)
         return 0
     import models
-    from audio import SAMPLING_RATE, decode_file
     from config import ModelSettings
-    from scoring import english_normaliser, load_manifest, word_errors, words_of
+    from scoring import english_normaliser, word_errors, words_of
 
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: this benchmark needs the dev audio (../shared/dev-audio)", file=sys.stderr)
         return 2
     model_folder = Path(models.prepare(ModelSettings(asr_model=arguments.asr_model, diarization_model=None)).asr_model)
-    arguments.out.mkdir(parents=True, exist_ok=True)
-    entries = [entry for entry in load_manifest(arguments.manifest) if entry.text]
-    files: dict[str, tuple[Path, str, float]] = {}
-    for entry in entries:
-        samples = decode_file(entry.audio.read_bytes()).samples
-        np.save(arguments.out / f"{entry.name}.npy", samples)
-        files[entry.name] = (arguments.out / f"{entry.name}.npy", entry.text, len(samples) / SAMPLING_RATE)
-    long_samples, long_text, _ = build_long_file(entries, arguments.minutes)
-    np.save(arguments.out / "long.npy", long_samples)
-    files["long"] = (arguments.out / "long.npy", long_text, len(long_samples) / SAMPLING_RATE)
+    files, _ = benchmark_files(arguments.manifest, arguments.out, arguments.minutes)
 
     commands: dict[str, list[str]] = {}
     for system in SYSTEMS:

@@ -83,6 +83,25 @@ def build_long_file(entries: list[Any], minutes: float, seed: int = 0) -> tuple[
     return np.concatenate(pieces), " ".join(texts), silences
 
 
+def benchmark_files(manifest: Path, out: Path, minutes: float) -> tuple[dict[str, tuple[Path, str, float]], list[tuple[float, float]]]:
+    """The dev files with text and the built long file (``"long"``), saved as 16-kHz ``.npy`` in
+    ``out`` for the workers: name -> (path, reference text, seconds); and the long file's inserted silences."""
+    from audio import SAMPLING_RATE, decode_file
+    from scoring import load_manifest
+
+    entries = [entry for entry in load_manifest(manifest) if entry.text]
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, tuple[Path, str, float]] = {}
+    for entry in entries:
+        samples = decode_file(entry.audio.read_bytes()).samples
+        np.save(out / f"{entry.name}.npy", samples)
+        files[entry.name] = (out / f"{entry.name}.npy", entry.text, len(samples) / SAMPLING_RATE)
+    long_samples, long_text, silences = build_long_file(entries, minutes)
+    np.save(out / "long.npy", long_samples)
+    files["long"] = (out / "long.npy", long_text, len(long_samples) / SAMPLING_RATE)
+    return files, silences
+
+
 def worker(decoder: str, asr_model: str) -> None:
     """Serve ``{"path"}`` lines on stdin with one JSON result line each on stdout."""
     import time
@@ -161,23 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.worker:
         worker(arguments.worker, arguments.asr_model)
         return 0
-    from audio import SAMPLING_RATE, decode_file
     from formats import rule_breaks, subtitle_cues
-    from scoring import english_normaliser, load_manifest, word_errors, words_of
+    from scoring import english_normaliser, word_errors, words_of
 
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: this benchmark needs the dev audio (../shared/dev-audio)", file=sys.stderr)
         return 2
-    entries = [entry for entry in load_manifest(arguments.manifest) if entry.text]
-    arguments.out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, tuple[Path, str, float]] = {}
-    for entry in entries:
-        samples = decode_file(entry.audio.read_bytes()).samples
-        np.save(arguments.out / f"{entry.name}.npy", samples)
-        files[entry.name] = (arguments.out / f"{entry.name}.npy", entry.text, len(samples) / SAMPLING_RATE)
-    long_samples, long_text, silences = build_long_file(entries, arguments.minutes)
-    np.save(arguments.out / "long.npy", long_samples)
-    files["long"] = (arguments.out / "long.npy", long_text, len(long_samples) / SAMPLING_RATE)
+    files, silences = benchmark_files(arguments.manifest, arguments.out, arguments.minutes)
     silent_share = sum(high - low for low, high in silences) / files["long"][2]
     print(f"long file: {files['long'][2] / 60:.1f} min, {len(silences)} inserted silences ({silent_share:.0%} of it)")
 
