@@ -114,11 +114,11 @@ def transformers_worker(model_folder: Path) -> None:
 
 
 def handler_worker(system: str, asr_model: str) -> None:
-    from audio import SAMPLING_RATE
-    from config import ModelSettings
-    from cpu_fast_path import speed_up_for_cpu
-    from diarization_utils import diarize
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.models.cpu_fast_path import speed_up_for_cpu
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+    from speaker_transcripts.pipeline.diarization import diarize
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
     diarized = system == "ours+diarization"
     settings = ModelSettings(
@@ -126,7 +126,7 @@ def handler_worker(system: str, asr_model: str) -> None:
         diarization_model="pyannote-campplus" if system in ("ours+diarization", "ours-parts") else None,
         dtype="float32" if system in ("ours-fp32", "ours-without-bf16") else "auto",
     )
-    handler = EndpointHandler(settings=settings)
+    handler = Transcriber(settings=settings)
     if system == "ours-without-bf16":
         handler.recognizer.precision = ", ".join(speed_up_for_cpu(handler.recognizer.model, bfloat16=False))
     _answer(ready=True, precision=handler.recognizer.precision)
@@ -167,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.worker:
         handler_worker(arguments.worker, arguments.asr_model)
         return 0
-    import models
-    from config import ModelSettings
-    from scoring import english_normaliser, word_errors, words_of
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.evaluation.scoring import english_normaliser, word_errors, words_of
+    from speaker_transcripts.models import registry as models
 
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: this benchmark needs the dev audio (../shared/dev-audio)", file=sys.stderr)

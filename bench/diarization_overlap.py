@@ -37,13 +37,13 @@ def main() -> None:
     import tiny_models
     import torch
 
-    from audio import decode_file
-    from config import InferenceConfig, ModelSettings
-    from diarization_utils import diarize
-    from handler import EndpointHandler
+    from speaker_transcripts.config import InferenceConfig, ModelSettings
+    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.diarization import diarize
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
     pyannote_dir = tiny_models.build_pyannote_pipeline(Path(tempfile.mkdtemp(prefix="pyannote-")))
-    handler = EndpointHandler(settings=ModelSettings(asr_model=arguments.asr_model, diarization_model=str(pyannote_dir)))
+    handler = Transcriber(settings=ModelSettings(asr_model=arguments.asr_model, diarization_model=str(pyannote_dir)))
     samples = decode_file(arguments.audio.read_bytes()).samples
     config = InferenceConfig(language="en", return_timestamps="word", assisted=False)
 

@@ -2,7 +2,7 @@
 
     python bench/http_throughput.py --asr-model DIR [--audio FILE] [--requests 40] [--concurrency 1 8]
 
-Starts ``uvicorn server:app`` in a subprocess with ``ASR_MODEL=DIR`` (OMP_WAIT_POLICY=PASSIVE, so
+Starts ``uvicorn speaker_transcripts.server.app:app`` in a subprocess with ``ASR_MODEL=DIR`` (OMP_WAIT_POLICY=PASSIVE, so
 the client threads don't make the server's spinning OpenMP threads fight them), waits for
 ``/ready``, then for each concurrency level posts the same audio ``--requests`` times over
 ``POST /`` (base64 JSON) and reports requests/s and latency percentiles. The server runs one
@@ -37,7 +37,7 @@ def free_port() -> int:
 def start_server(asr_model: str, port: int, max_queue: int) -> subprocess.Popen:
     env = {**os.environ, "ASR_MODEL": asr_model, "MAX_QUEUE": str(max_queue), "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "server:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-m", "uvicorn", "speaker_transcripts.server.app:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         cwd=ROOT, env=env,
     )
     deadline = time.monotonic() + 300

@@ -37,11 +37,11 @@ def main() -> None:
 
     from transformers import pipeline
 
-    from audio import decode_file
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    handler = EndpointHandler(settings=ModelSettings(asr_model=arguments.asr_model))
+    handler = Transcriber(settings=ModelSettings(asr_model=arguments.asr_model))
     bare = pipeline("automatic-speech-recognition", model=arguments.asr_model)
     data = arguments.audio.read_bytes()
     samples = decode_file(data).samples

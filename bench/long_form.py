@@ -59,7 +59,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build_long_file(entries: list[Any], minutes: float, seed: int = 0) -> tuple[np.ndarray, str, list[tuple[float, float]]]:
     """The recipe in the module doc: samples, reference text, inserted silences (start, end)."""
-    from audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
 
     rng = np.random.default_rng(seed)
     clips = [(decode_file(entry.audio.read_bytes()).samples, entry.text) for entry in entries]
@@ -86,8 +86,8 @@ def build_long_file(entries: list[Any], minutes: float, seed: int = 0) -> tuple[
 def benchmark_files(manifest: Path, out: Path, minutes: float) -> tuple[dict[str, tuple[Path, str, float]], list[tuple[float, float]]]:
     """The dev files with text and the built long file (``"long"``), saved as 16-kHz ``.npy`` in
     ``out`` for the workers: name -> (path, reference text, seconds); and the long file's inserted silences."""
-    from audio import SAMPLING_RATE, decode_file
-    from scoring import load_manifest
+    from speaker_transcripts.evaluation.scoring import load_manifest
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
 
     entries = [entry for entry in load_manifest(manifest) if entry.text]
     out.mkdir(parents=True, exist_ok=True)
@@ -106,11 +106,11 @@ def worker(decoder: str, asr_model: str) -> None:
     """Serve ``{"path"}`` lines on stdin with one JSON result line each on stdout."""
     import time
 
-    from audio import SAMPLING_RATE
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    handler = EndpointHandler(settings=ModelSettings(asr_model=asr_model, diarization_model=None))
+    handler = Transcriber(settings=ModelSettings(asr_model=asr_model, diarization_model=None))
     recognizer = handler.recognizer
     print(json.dumps({"ready": True, "rss_mb": _peak_rss_mb()}), flush=True)
     for line in sys.stdin:
@@ -164,7 +164,7 @@ def segment_lengths(result: dict[str, Any]) -> list[float]:
 
 def words_in_silence(result: dict[str, Any], silences: list[tuple[float, float]], normalise: Any) -> int:
     """Words of segments whose middle lies inside an inserted silence (margins excluded)."""
-    from scoring import words_of
+    from speaker_transcripts.evaluation.scoring import words_of
 
     count = 0
     for chunk in result["chunks"]:
@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.worker:
         worker(arguments.worker, arguments.asr_model)
         return 0
-    from formats import rule_breaks, subtitle_cues
-    from scoring import english_normaliser, word_errors, words_of
+    from speaker_transcripts.evaluation.scoring import english_normaliser, word_errors, words_of
+    from speaker_transcripts.output.formats import rule_breaks, subtitle_cues
 
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: this benchmark needs the dev audio (../shared/dev-audio)", file=sys.stderr)

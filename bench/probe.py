@@ -1,5 +1,5 @@
 """An outside probe of the server: random variants of every kind of bad or heavy request, slow
-clients and mass hang-ups, against ``server.py`` run as a user runs it, while its memory is watched.
+clients and mass hang-ups, against ``speaker-transcripts serve`` run as a user runs it, while its memory is watched.
 
     python bench/probe.py [--asr-model whisper-tiny.en] [--variants 8] [--seed 0]
 
@@ -45,12 +45,12 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|0.00|>", "<|startoftranscript|>", "<|notim
 
 
 class Server:
-    """``server.py`` in a subprocess, with its RSS sampled in a thread."""
+    """``speaker-transcripts serve`` in a subprocess, with its RSS sampled in a thread."""
 
     def __init__(self, asr_model: str, port: int) -> None:
         environment = {**os.environ, "ASR_MODEL": asr_model, "DIARIZATION_MODEL": "none", "API_KEY": KEY,
                        "MAX_UPLOAD_MB": "5", "MAX_AUDIO_SECONDS": "120", "MAX_QUEUE": "4", "REQUEST_TIMEOUT_S": "60"}
-        self.process = subprocess.Popen([sys.executable, "server.py", "--port", str(port), "--log-level", "error"],
+        self.process = subprocess.Popen([sys.executable, "-m", "speaker_transcripts", "serve", "--port", str(port), "--log-level", "error"],
                                         cwd=ROOT, env=environment)
         self.url = f"http://127.0.0.1:{port}"
         self.samples: list[tuple[float, float]] = []
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=8765)
     arguments = parser.parse_args(argv)
-    from audio import decode_file
+    from speaker_transcripts.pipeline.audio import decode_file
 
     rng = random.Random(arguments.seed)
     speech = decode_file((ROOT / "samples" / "two-readers.wav").read_bytes()).samples

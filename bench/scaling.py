@@ -28,8 +28,8 @@ DEV_AUDIO = ROOT.parent / "shared" / "dev-audio"
 def build_audio(sources: list[Path], minutes: float, path: Path) -> None:
     import numpy as np
 
-    from audio import decode_file
     from bench.latency import wav_bytes
+    from speaker_transcripts.pipeline.audio import decode_file
 
     pieces = [decode_file(source.read_bytes()).samples for source in sources]
     speech = np.concatenate(pieces)
@@ -39,10 +39,10 @@ def build_audio(sources: list[Path], minutes: float, path: Path) -> None:
 
 def measure_one(asr_model: str, audio: Path) -> dict[str, float]:
     """In this (fresh) process: load, transcribe once, report time and this process's peak RSS."""
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    handler = EndpointHandler(settings=ModelSettings(asr_model=asr_model))
+    handler = Transcriber(settings=ModelSettings(asr_model=asr_model))
     loaded_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
     result = handler({"inputs": audio.read_bytes(), "parameters": {"language": "en"}})

@@ -7,7 +7,7 @@ Segmentation and embeddings are computed once per file and segmentation step (py
 training cache), then every clustering setting reuses them. Prints, per setting, the DER over
 all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
 meetings and over the synthetic conversations, and on how many files the speaker count was
-right; the best settings go into ``embedded_models/diarization.py``.
+right; the best settings go into ``speaker_transcripts/models/pyannote_pipeline.py``.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from pyannote.audio import Pipeline
 
-    import models
-    from audio import SAMPLING_RATE, decode_file
-    from diarization_utils import Turn, turns_from_output
-    from scoring import DiarizationTotals, load_manifest
+    from speaker_transcripts.evaluation.scoring import DiarizationTotals, load_manifest
+    from speaker_transcripts.models import registry as models
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.diarization import Turn, turns_from_output
 
     entries = [entry for entry in load_manifest(arguments.manifest) if entry.turns and entry.audio.suffix == ".wav"]
     entries = [entry for entry in entries if not entry.name.startswith("short_")]
-    from embedded_models.diarization import PIPELINE_PARAMS, EmbeddedSpeakerDiarization
+    from speaker_transcripts.models.pyannote_pipeline import PIPELINE_PARAMS, EmbeddedSpeakerDiarization
 
     loaded = Pipeline.from_pretrained(models.local_path(arguments.model))
     pipeline = EmbeddedSpeakerDiarization(

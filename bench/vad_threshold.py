@@ -35,10 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no manifest at {arguments.manifest}: this benchmark needs the dev audio", file=sys.stderr)
         return 2
 
-    import speech_gate
-    from audio import SAMPLING_RATE, decode_file
-    from long_form import PIECE_PAD_S
-    from scoring import load_manifest
+    from speaker_transcripts.evaluation.scoring import load_manifest
+    from speaker_transcripts.pipeline import speech_gate
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.long_form import PIECE_PAD_S
 
     gate = speech_gate.SpeechGate()
     scored, quiet = [], []

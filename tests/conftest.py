@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Set before torch loads OpenMP: with its default (active) wait policy, idle OpenMP threads spin,
-# and two busy torch processes on 2 cores slow each other down: test_handler.py beside test_asr.py +
+# and two busy torch processes on 2 cores slow each other down: test_transcriber.py beside test_asr.py +
 # test_evaluate.py took 42 s together, 26 s with PASSIVE (alone: 20 s). A machine running anything
 # else while the suite runs gets the same protection; subprocesses the tests start inherit it.
-# Repeat: run `pytest tests/test_handler.py` and `pytest tests/test_asr.py tests/test_evaluate.py` at
+# Repeat: run `pytest tests/pipeline/test_transcriber.py` and `pytest tests/pipeline/test_asr.py tests/evaluation/test_evaluate.py` at
 # once, with OMP_WAIT_POLICY=ACTIVE and then PASSIVE.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -82,10 +80,10 @@ def two_speakers(audio, **hints):
 @pytest.fixture(scope="session")
 def served_handler(tiny_models):
     """Tiny Whisper + assistant, with the two-speaker stand-in in the diarization seam."""
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    loaded = EndpointHandler(
+    loaded = Transcriber(
         settings=ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]))
     )
     loaded.diarization_pipeline = two_speakers
@@ -97,8 +95,8 @@ def server_url(served_handler):
     """The real server on Uvicorn, 127.0.0.1, a free port; 1 MB upload limit."""
     from servers import serving
 
-    import server
-    from config import ServerSettings
+    from speaker_transcripts.config import ServerSettings
+    from speaker_transcripts.server.app import create_app
 
-    with serving(server.create_app(lambda: served_handler, ServerSettings(max_upload_mb=1))) as base_url:
+    with serving(create_app(lambda: served_handler, ServerSettings(max_upload_mb=1))) as base_url:
         yield base_url

@@ -1,6 +1,6 @@
 """A local stand-in for the Inference Endpoints API and the Hub's whoami, recording what it gets.
 
-Just enough of the real API for deploy.py: create (POST), get (GET), update (PUT), and a status
+Just enough of the real API for ``speaker-transcripts deploy``: create (POST), get (GET), update (PUT), and a status
 that advances one step per GET, so waiting and failure paths can be exercised.
 """
 

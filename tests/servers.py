@@ -10,13 +10,13 @@ from typing import Any
 
 import uvicorn
 
-from config import ServerSettings
-from server import guarded_config
+from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.server.connection_guard import guarded_config
 
 
 @contextmanager
 def serving(app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0) -> Iterator[str]:
-    """Run ``app`` under Uvicorn as ``python server.py`` does (connection guard from ``settings``)
+    """Run ``app`` under Uvicorn as ``speaker-transcripts serve`` does (connection guard from ``settings``)
     on a free port; yield its base URL; stop it afterwards."""
     config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from config import (
+from speaker_transcripts.config import (
     DEFAULT_ASR_MODEL,
     SELF_HOSTED_ASR_MODEL,
     SELF_HOSTED_DIARIZATION_MODEL,
@@ -17,7 +17,7 @@ from config import (
     parse_parameters,
     resolve_request,
 )
-from errors import InvalidRequestError
+from speaker_transcripts.errors import InvalidRequestError
 
 MULTILINGUAL = ModelCapabilities(
     multilingual=True,
@@ -278,7 +278,7 @@ def test_assisted_auto_is_the_default_with_an_assistant():
 
 
 def test_bounded_work_lowers_the_batch_first_and_the_beams_only_beyond_the_bound():
-    from config import bounded_work
+    from speaker_transcripts.config import bounded_work
 
     chosen = InferenceConfig(batch_size=256, return_timestamps="word")
     bounded = bounded_work(chosen, max_batch_items=48)
@@ -299,7 +299,7 @@ def test_bounded_work_lowers_the_batch_first_and_the_beams_only_beyond_the_bound
 
 
 def test_token_budget_scales_whispers_own_budget_to_the_window():
-    from config import token_budget
+    from speaker_transcripts.config import token_budget
 
     assert token_budget(1.0) == 31 and token_budget(5.0) == 91
     assert token_budget(30.0) is None and token_budget(29.0) is None, "full-size windows keep Whisper's default"

@@ -1,9 +1,10 @@
 """The README's command lines, read from README.md itself so they cannot drift from the code.
 
-Every ``python`` invocation of one of this repo's scripts, in a shell block or inline, runs the
-venv's interpreter (outside the venv the imports fail), and each script's arguments parse with
-that script's own parser. Commands that need a deployed endpoint or a token are not run; their
-arguments are what can drift. The main command is run for real in ``test_embedded_real.py``; the
+Every ``speaker-transcripts`` command in a shell block runs the venv's console command (the one
+the README's install command puts there), every subcommand exists, and each command's arguments
+parse with that subcommand's own parser; the benchmark scripts' calls likewise, with the venv's
+interpreter. Commands that need a deployed endpoint or a token are not run; their arguments are
+what can drift. The main command is run for real in ``end_to_end/test_embedded_real.py``; the
 README's three Python examples (requests, InferenceClient, openai) run as written against a real
 server on 127.0.0.1.
 """
@@ -17,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from speaker_transcripts.cli import SUBCOMMANDS
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-SCRIPT_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>(?:bench/)?[a-z_]+\.py)\b(?P<rest>[^`\n]*)")
-PARSED_SCRIPTS = {"cli.py": "cli", "client.py": "client", "deploy.py": "deploy", "evaluate.py": "evaluate",
-                  "server.py": "server", "bench/long_form.py": "bench.long_form", "bench/cpu_speed.py": "bench.cpu_speed"}
+COMMAND = re.compile(r"(?P<program>\S*speaker-transcripts) (?P<subcommand>[a-z-]+)(?P<rest>[^`\n]*)")
+BENCH_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>bench/[a-z_]+\.py)\b(?P<rest>[^`\n]*)")
+PARSED_BENCHES = {"bench/long_form.py": "bench.long_form", "bench/cpu_speed.py": "bench.cpu_speed"}
 
 
 def shell_lines() -> list[str]:
@@ -33,43 +36,82 @@ def shell_lines() -> list[str]:
     return lines
 
 
-def script_calls() -> list[tuple[str, str, list[str]]]:
-    """(interpreter, script, arguments) of every script call in the README, blocks and prose."""
-    calls = []
-    for line in shell_lines():
-        for command in line.split("&&"):
-            match = SCRIPT_CALL.search(command)
-            if match:
-                calls.append((match["python"], match["script"], shlex.split(match["rest"])))
-    for inline in re.findall(r"`([^`\n]*python3? [^`\n]*\.py[^`\n]*)`", README):
-        match = SCRIPT_CALL.search(inline)
-        if match:
-            calls.append((match["python"], match["script"], shlex.split(match["rest"])))
-    return calls
+def inline_code() -> list[str]:
+    return re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", README, flags=re.DOTALL))
+
+
+def commands(pattern: re.Pattern[str], texts: list[str]) -> list[re.Match[str]]:
+    return [match for text in texts for part in text.split("&&") if (match := pattern.search(part))]
 
 
 def test_the_readme_has_the_commands_this_test_reads():
-    scripts = {script for _, script, _ in script_calls()}
-    assert {"cli.py", "client.py", "deploy.py", "evaluate.py", "models.py", "server.py"} <= scripts, scripts
+    subcommands = {match["subcommand"] for match in commands(COMMAND, shell_lines())}
+    assert set(SUBCOMMANDS) <= subcommands, subcommands
+    assert {match["script"] for match in commands(BENCH_CALL, shell_lines() + inline_code())} >= set(PARSED_BENCHES)
 
 
-@pytest.mark.parametrize(("python", "script", "arguments"), script_calls(), ids=lambda value: str(value)[:40])
-def test_each_command_uses_the_venv_and_parses(python, script, arguments, monkeypatch):
-    assert python == ".venv/bin/python", f"{script}: outside the venv the imports fail; the README must say .venv/bin/python"
-    assert (ROOT / script).is_file()
-    if script not in PARSED_SCRIPTS:
-        return
-    monkeypatch.syspath_prepend(str(ROOT))
-    module = importlib.import_module(PARSED_SCRIPTS[script])
+def test_the_main_command_installs_the_package_and_runs_its_console_command():
+    main = shell_lines()[0]
+    assert ".venv/bin/pip install ." in main and ".venv/bin/speaker-transcripts transcribe samples/two-readers.wav" in main, main
+
+
+@pytest.mark.parametrize(
+    ("program", "subcommand", "arguments"),
+    [(m["program"], m["subcommand"], shlex.split(m["rest"])) for m in commands(COMMAND, shell_lines())],
+    ids=lambda value: str(value)[:40],
+)
+def test_each_shell_command_uses_the_venv_and_parses(program, subcommand, arguments):
+    assert program == ".venv/bin/speaker-transcripts", f"{subcommand}: the README's install puts the command in .venv/bin"
+    parses_with_its_subcommand(subcommand, arguments)
+
+
+@pytest.mark.parametrize(
+    ("subcommand", "arguments"),
+    [(m["subcommand"], shlex.split(m["rest"])) for m in commands(COMMAND, inline_code())],
+    ids=lambda value: str(value)[:40],
+)
+def test_each_command_in_the_prose_names_a_subcommand_and_its_options(subcommand, arguments, capsys):
+    """Prose quotes commands in part (``speaker-transcripts evaluate --long-form chunked``): the
+    subcommand must exist and every option it names must be one of that subcommand's."""
+    assert subcommand in SUBCOMMANDS, f"the README names a subcommand that does not exist: {subcommand}"
+    module = importlib.import_module(f"speaker_transcripts.cli.{SUBCOMMANDS[subcommand][0]}")
+    with pytest.raises(SystemExit):
+        module.parse_arguments(["--help"])
+    usage = capsys.readouterr().out
+    options = [argument.split("=")[0] for argument in arguments if argument.startswith("--")]
+    assert all(re.search(rf"{re.escape(option)}\b", usage) for option in options), (subcommand, options)
+
+
+def parses_with_its_subcommand(subcommand: str, arguments: list[str]) -> None:
+    assert subcommand in SUBCOMMANDS, f"the README names a subcommand that does not exist: {subcommand}"
+    module = importlib.import_module(f"speaker_transcripts.cli.{SUBCOMMANDS[subcommand][0]}")
     placeholders = [argument.replace("$", "") for argument in arguments]  # $ENDPOINT_URL and friends stay text
     try:
         module.parse_arguments(placeholders)
+    except SystemExit as error:
+        pytest.fail(f"README command does not parse: speaker-transcripts {subcommand} {' '.join(arguments)} (exit {error.code})")
+
+
+@pytest.mark.parametrize(
+    ("python", "script", "arguments"),
+    [(m["python"], m["script"], shlex.split(m["rest"])) for m in commands(BENCH_CALL, shell_lines() + inline_code())],
+    ids=lambda value: str(value)[:40],
+)
+def test_each_benchmark_call_uses_the_venv_and_parses(python, script, arguments, monkeypatch):
+    assert python == ".venv/bin/python", f"{script}: outside the venv the imports fail; the README must say .venv/bin/python"
+    assert (ROOT / script).is_file()
+    if script not in PARSED_BENCHES:
+        return
+    monkeypatch.syspath_prepend(str(ROOT))
+    module = importlib.import_module(PARSED_BENCHES[script])
+    try:
+        module.parse_arguments([argument.replace("$", "") for argument in arguments])
     except SystemExit as error:
         pytest.fail(f"README command does not parse: {script} {' '.join(arguments)} (exit {error.code})")
 
 
 def test_client_parameters_may_follow_the_options():
-    import client
+    from speaker_transcripts.cli import client
 
     parsed = client.parse_arguments(["a.wav", "--url", "http://x", "--format", "srt", "num_speakers=2", "language=en"])
     assert parsed.parameters == ["num_speakers=2", "language=en"] and parsed.format == "srt"
@@ -85,12 +127,12 @@ def python_block(containing: str) -> str:
 def undiarized_server_url(tiny_models):
     from servers import serving
 
-    import server
-    from config import ModelSettings, ServerSettings
-    from handler import EndpointHandler
+    from speaker_transcripts.config import ModelSettings, ServerSettings
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+    from speaker_transcripts.server.app import create_app
 
-    handler = EndpointHandler(settings=ModelSettings(asr_model=str(tiny_models["whisper"]), warmup=False))
-    with serving(server.create_app(lambda: handler, ServerSettings())) as base_url:
+    handler = Transcriber(settings=ModelSettings(asr_model=str(tiny_models["whisper"]), warmup=False))
+    with serving(create_app(lambda: handler, ServerSettings())) as base_url:
         yield base_url
 
 

@@ -225,7 +225,7 @@ def _save_plda(directory: Path, embedding_dim: int, lda_dim: int = 16) -> None:
 def build_campplus_weights(path: Path, seed: int = 0) -> Path:
     """A random CAM++ state dict saved as 3D-Speaker saves it (``xvector.dense.*`` keys), with
     non-trivial batch-norm statistics so a mix-up of layers would show."""
-    from embedded_models.campplus import CamPlusPlus
+    from speaker_transcripts.models.campplus import CamPlusPlus
 
     torch.manual_seed(seed)
     model = CamPlusPlus().eval()

@@ -1,0 +1,43 @@
+"""Speaker-attributed transcription: Whisper (+ an assistant for speculative decoding) and
+pyannote diarization, merged word by word, behind Inference Endpoints, a server, a CLI.
+
+The folders are the architecture, from the bottom up: ``config`` and ``errors`` (settings,
+request parameters, error types); ``models/`` (the embedded model registry, converters, the
+CPU fast path, the pyannote/CAM++ assembly); ``pipeline/`` (the stages and the orchestrator,
+``pipeline.transcriber.Transcriber``, that runs them); ``output/`` (writers and the plot);
+``server/`` (the app, a router per API surface, guards); ``cli/`` (the console command);
+``evaluation/`` (the harness and its scores). Nothing imports upward, and importing a module
+loads torch only where the module itself needs it.
+
+    from speaker_transcripts import ModelSettings, Transcriber
+
+    transcriber = Transcriber(ModelSettings.self_hosted())
+    result = transcriber({"inputs": open("meeting.wav", "rb").read(), "parameters": {"num_speakers": 2}})
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+__all__ = ["ModelSettings", "Transcriber", "__version__"]
+
+try:
+    __version__ = metadata.version("speaker-transcripts")
+except metadata.PackageNotFoundError:  # run from a clone that was not installed (Inference Endpoints)
+    __version__ = "0+unknown"
+
+_LAZY = {"ModelSettings": "speaker_transcripts.config", "Transcriber": "speaker_transcripts.pipeline.transcriber"}
+
+
+def __getattr__(name: str) -> Any:
+    """``from speaker_transcripts import Transcriber`` without importing the pipeline on ``import speaker_transcripts``."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'speaker_transcripts' has no attribute {name!r}")

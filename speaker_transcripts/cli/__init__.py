@@ -1,0 +1,42 @@
+"""The console command: ``speaker-transcripts SUBCOMMAND ...`` (also ``python -m speaker_transcripts``).
+
+Each subcommand is a module of this package with its own ``parse_arguments`` and ``main``; the
+module is imported only when its subcommand runs, so ``--help`` and usage errors answer at once
+instead of after torch has loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUBCOMMANDS = {
+    "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt)"),
+    "serve": ("serve", "serve the Endpoints payload and the OpenAI audio API over HTTP"),
+    "models": ("models", "list the embedded models, or pull them into the cache"),
+    "client": ("client", "send a file to a deployed endpoint or to the server"),
+    "deploy": ("deploy", "create or update the Inference Endpoint and wait until it runs"),
+    "evaluate": ("evaluate", "score transcripts and speaker attribution on a manifest"),
+}
+EXIT_USAGE = 2
+
+
+def usage() -> str:
+    width = max(map(len, SUBCOMMANDS))
+    lines = [f"  {name:{width}}  {summary}" for name, (_, summary) in SUBCOMMANDS.items()]
+    return "usage: speaker-transcripts SUBCOMMAND [options]\n\nsubcommands:\n" + "\n".join(lines) + (
+        "\n\n'speaker-transcripts SUBCOMMAND --help' describes each one.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if not arguments or arguments[0] in ("-h", "--help"):
+        print(usage(), end="")
+        return 0 if arguments else EXIT_USAGE
+    name, rest = arguments[0], arguments[1:]
+    if name not in SUBCOMMANDS:
+        print(f"speaker-transcripts: unknown subcommand '{name}'\n\n{usage()}", end="", file=sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(f"{__name__}.{SUBCOMMANDS[name][0]}")
+    return module.main(rest)

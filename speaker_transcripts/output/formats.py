@@ -1,0 +1,300 @@
+"""Transcript writers shared by the server and the CLI: JSON, plain text, SRT and WebVTT.
+
+They take the handler's response (``chunks`` and, when diarized, ``speakers``) so every
+transport renders the same result the same way. The subtitle writers are small on purpose:
+SRT and WebVTT are simple, and the details that usually go wrong are pinned by tests here
+(hours past 99 minutes, millisecond rounding that never runs an end before its start,
+``None`` or negative times, blank text, and WebVTT's reserved ``&``, ``<``, ``>`` and ``-->``).
+Speaker labels appear as ``SPEAKER: text`` in SRT and text, and as WebVTT voice spans
+(``<v SPEAKER>text``), which players show or style.
+
+Subtitles follow the usual broadcast rules (``SubtitleRules``): at most two lines of 42
+characters, at most 7 s on screen, at least 0.8 s where the next cue leaves room, and a new cue
+for a new speaker. Cues are laid out from word times when the response has them; a longer
+segment is otherwise split at word boundaries with times shared out by characters, which is
+exact at the segment's ends and approximate inside it. Plain text reads as prose: one line per
+sentence segment, or one paragraph per speaker turn when diarized.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from speaker_transcripts.pipeline.transcript import SENTENCE_ENDINGS, Chunk, group_words
+
+OutputFormat = Literal["json", "txt", "srt", "vtt"]
+OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt")
+MAX_SECONDS = 1e7  # about 115 days: any real timestamp fits, and milliseconds stay exact integers
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One timed line of transcript, with its speaker when the audio was diarized."""
+
+    start: float
+    end: float
+    text: str
+    speaker: str | None = None
+
+
+def cues_from_result(result: Mapping[str, Any]) -> list[Cue]:
+    """Speaker segments when there are any, otherwise the transcript chunks; blank text is dropped."""
+    speakers = result.get("speakers") or []
+    return _cues_of(speakers if speakers else result.get("chunks") or [])
+
+
+def _cues_of(items: Sequence[Mapping[str, Any]]) -> list[Cue]:
+    cues = []
+    for item in items:
+        text = _one_line(str(item.get("text") or ""))
+        if not text:
+            continue
+        start, end = (list(item.get("timestamp") or []) + [None, None])[:2]
+        start = _seconds(start)
+        cues.append(Cue(start=start, end=max(start, _seconds(end, default=start)), text=text, speaker=item.get("speaker")))
+    return cues
+
+
+@dataclass(frozen=True)
+class SubtitleRules:
+    """Limits every subtitle cue keeps (the common broadcast and streaming style guides)."""
+
+    max_line_chars: int = 42
+    max_lines: int = 2
+    max_cue_s: float = 7.0
+    min_cue_s: float = 0.8  # unless the next cue starts sooner
+    max_pause_s: float = 1.0  # a longer pause between words ends the cue (nothing stays on screen over silence)
+
+    def __post_init__(self) -> None:
+        if self.max_line_chars < 8 or self.max_lines < 1 or self.max_cue_s <= 0 or not 0 <= self.min_cue_s <= self.max_cue_s:
+            raise ValueError(f"unusable subtitle rules: {self}")
+
+
+def render(result: Mapping[str, Any], output_format: OutputFormat, rules: SubtitleRules | None = None) -> str:
+    """The response in ``output_format`` (``json`` is the handler's response itself)."""
+    if output_format == "json":
+        return json.dumps(result, ensure_ascii=False, indent=2) + "\n"
+    if output_format == "txt":
+        return to_txt(paragraphs(result))
+    if output_format == "srt":
+        return to_srt(subtitle_cues(result, rules))
+    if output_format == "vtt":
+        return to_vtt(subtitle_cues(result, rules))
+    raise ValueError(f"unknown output format {output_format!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
+
+
+def paragraphs(result: Mapping[str, Any]) -> list[Cue]:
+    """Prose: sentence segments, joined into one paragraph per speaker turn when diarized."""
+    cues = cues_from_result(result)
+    if not result.get("speakers") and _are_words(cues):
+        chunks = group_words([Chunk(f" {cue.text}", cue.start, cue.end) for cue in cues])
+        return [Cue(chunk.start, chunk.end, chunk.text) for chunk in chunks]
+    joined: list[Cue] = []
+    for cue in cues:
+        if joined and cue.speaker is not None and cue.speaker == joined[-1].speaker:
+            joined[-1] = Cue(joined[-1].start, cue.end, f"{joined[-1].text} {cue.text}", cue.speaker)
+        else:
+            joined.append(cue)
+    return joined
+
+
+def subtitle_cues(result: Mapping[str, Any], rules: SubtitleRules | None = None) -> list[Cue]:
+    """Cues that keep ``rules``, from the response's words when it has them, else its segments
+    (speaker segments when diarized). Every word appears once, in order."""
+    rules = rules or SubtitleRules()
+    units = _cues_of(result.get("chunks") or [])
+    attributed = not result.get("speakers") or all(unit.speaker for unit in units)
+    if not (units and _are_words(units) and attributed):
+        units = cues_from_result(result)
+    units = [word for unit in units for word in _words(unit, rules)]
+    laid_out: list[Cue] = []
+    current: list[Cue] = []
+    for word in units:
+        if current and not _joins(current, word, rules):
+            laid_out.append(_cue_of(current, rules))
+            current = []
+        current.append(word)
+    if current:
+        laid_out.append(_cue_of(current, rules))
+    return _held_long_enough(laid_out, rules)
+
+
+def rule_breaks(cues: Sequence[Cue], rules: SubtitleRules | None = None) -> list[str]:
+    """Which cues break ``rules``, one line each (empty when none does): for tests and benchmarks."""
+    rules = rules or SubtitleRules()
+    problems = []
+    for index, cue in enumerate(cues):
+        lines = cue.text.split("\n")
+        first = _labelled_line(lines[0], cue.speaker)
+        widths = [len(first)] + [len(line) for line in lines[1:]]
+        following = cues[index + 1].start if index + 1 < len(cues) else math.inf
+        if len(lines) > rules.max_lines or max(widths) > rules.max_line_chars:
+            problems.append(f"cue {index + 1}: {len(lines)} lines, widest {max(widths)} characters")
+        if cue.end - cue.start > rules.max_cue_s + 1e-6:
+            problems.append(f"cue {index + 1}: {cue.end - cue.start:.2f} s on screen")
+        if cue.end - cue.start < rules.min_cue_s - 1e-6 and following - cue.start >= rules.min_cue_s:
+            problems.append(f"cue {index + 1}: {cue.end - cue.start:.2f} s on screen, though the next cue leaves room")
+    return problems
+
+
+def _are_words(units: Sequence[Cue]) -> bool:
+    """True when every unit is one word. Word-level responses are; a segment-level response whose
+    segments are all single words lays out the same way either way."""
+    return all(len(unit.text.split()) <= 1 for unit in units)
+
+
+def _words(unit: Cue, rules: SubtitleRules) -> list[Cue]:
+    """A segment as words, its time shared out in proportion to their characters; a word wider
+    than a line (a URL, or text written without spaces) is cut into line-wide pieces."""
+    width = max(rules.max_line_chars - len(_labelled_line("", unit.speaker)), 1)
+    tokens = [token[start : start + width] for token in unit.text.split() for start in range(0, len(token), width)]
+    total = sum(len(token) + 1 for token in tokens)
+    words, position = [], 0
+    for token in tokens:
+        start = unit.start + (unit.end - unit.start) * position / total
+        position += len(token) + 1
+        words.append(Cue(start, unit.start + (unit.end - unit.start) * position / total, token, unit.speaker))
+    return words
+
+
+def _joins(current: Sequence[Cue], word: Cue, rules: SubtitleRules) -> bool:
+    """Whether ``word`` may join the cue being built: same speaker, no long pause, still short
+    enough on screen and on its lines, and, once the cue has been readable long enough, not
+    after the end of a sentence (a sentence end is where a cue best ends)."""
+    first, last = current[0], current[-1]
+    if word.speaker != first.speaker or word.start - last.end > rules.max_pause_s:
+        return False
+    if word.end - first.start > rules.max_cue_s:
+        return False
+    if last.text.endswith(SENTENCE_ENDINGS) and last.end - first.start >= rules.min_cue_s:
+        return False
+    return _wrapped([*(cue.text for cue in current), word.text], first.speaker, rules) is not None
+
+
+def _cue_of(words: Sequence[Cue], rules: SubtitleRules) -> Cue:
+    lines = _wrapped([word.text for word in words], words[0].speaker, rules) or [" ".join(word.text for word in words)]
+    end = min(words[-1].end, words[0].start + rules.max_cue_s)  # a word Whisper stretched over a pause
+    return Cue(words[0].start, end, "\n".join(lines), words[0].speaker)
+
+
+def _wrapped(words: Sequence[str], speaker: str | None, rules: SubtitleRules) -> list[str] | None:
+    """The words on at most ``max_lines`` lines of ``max_line_chars`` (the label counts on the
+    first line), lines as even as possible; None when they do not fit."""
+    label = len(_labelled_line("", speaker))
+    for count in range(1, rules.max_lines + 1):
+        lines = _even_split(list(words), count, label, rules.max_line_chars)
+        if lines is not None:
+            return lines
+    return None
+
+
+def _even_split(words: list[str], count: int, label: int, width: int) -> list[str] | None:
+    """Split into ``count`` lines minimising the widest (``count`` is at most a few: exhaustive)."""
+    if count == 1:
+        line = " ".join(words)
+        return [line] if len(line) + label <= width else None
+    best: tuple[int, list[str]] | None = None
+    for cut in range(1, len(words)):
+        head = " ".join(words[:cut])
+        if len(head) + label > width:
+            break
+        rest = _even_split(words[cut:], count - 1, 0, width)
+        if rest is not None:
+            widest = max(len(head) + label, *(len(line) for line in rest))
+            if best is None or widest < best[0]:
+                best = (widest, [head, *rest])
+    return best[1] if best else None
+
+
+def _held_long_enough(cues: list[Cue], rules: SubtitleRules) -> list[Cue]:
+    """Short cues stay up to ``min_cue_s``, but never into the next cue."""
+    held = []
+    for index, cue in enumerate(cues):
+        following = cues[index + 1].start if index + 1 < len(cues) else math.inf
+        end = max(cue.end, min(cue.start + rules.min_cue_s, following))
+        held.append(Cue(cue.start, end, cue.text, cue.speaker))
+    return held
+
+
+def to_txt(cues: Sequence[Cue]) -> str:
+    """One line per cue; ``SPEAKER: text`` when diarized."""
+    return "".join(f"{_labelled(cue)}\n" for cue in cues)
+
+
+def to_srt(cues: Sequence[Cue]) -> str:
+    """SubRip: numbered cues, ``HH:MM:SS,mmm`` times, a blank line after each cue."""
+    blocks = [f"{number}\n{_timing(cue, ',')}\n{_labelled(cue)}\n" for number, cue in enumerate(cues, start=1)]
+    return "\n".join(blocks)
+
+
+def to_vtt(cues: Sequence[Cue]) -> str:
+    """WebVTT with escaped text; a diarized cue is a voice span ``<v SPEAKER>text</v>``."""
+    blocks = ["WEBVTT\n"]
+    for cue in cues:
+        text = "\n".join(_vtt_escape(line) for line in _lines(cue.text))
+        if cue.speaker:
+            text = f"<v {_vtt_escape(cue.speaker)}>{text}</v>"
+        blocks.append(f"{_timing(cue, '.')}\n{text}\n")
+    return "\n".join(blocks)
+
+
+def timestamp(seconds: float, decimal_marker: str) -> str:
+    """``HH:MM:SS<marker>mmm``, rounded to the millisecond; hours grow past 99 if they must."""
+    return _clock(_milliseconds(seconds), decimal_marker)
+
+
+def _clock(milliseconds: int, decimal_marker: str) -> str:
+    hours, rest = divmod(milliseconds, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    whole_seconds, milliseconds = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{whole_seconds:02d}{decimal_marker}{milliseconds:03d}"
+
+
+def _timing(cue: Cue, decimal_marker: str) -> str:
+    """The cue's timing line. Players skip a cue whose end is not after its start, so an instant
+    (or an end that rounds onto its start) gets one visible millisecond, counted in integers."""
+    start = _milliseconds(cue.start)
+    end = max(_milliseconds(cue.end), start + 1)
+    return f"{_clock(start, decimal_marker)} --> {_clock(end, decimal_marker)}"
+
+
+def _milliseconds(seconds: float) -> int:
+    return round(_seconds(seconds) * 1000)
+
+
+def _seconds(value: Any, default: float = 0.0) -> float:
+    """A usable time: numbers pass (up to ``MAX_SECONDS``), ``None``/NaN/infinity take ``default``,
+    negatives become 0."""
+    if value is None or isinstance(value, bool):
+        return min(max(default, 0.0), MAX_SECONDS)
+    number = float(value)
+    if not math.isfinite(number):
+        return min(max(default, 0.0), MAX_SECONDS)
+    return min(max(number, 0.0), MAX_SECONDS)
+
+
+def _labelled(cue: Cue) -> str:
+    lines = _lines(cue.text) or [""]
+    return "\n".join([_labelled_line(lines[0], cue.speaker), *lines[1:]])
+
+
+def _labelled_line(line: str, speaker: str | None) -> str:
+    return f"{speaker}: {line}" if speaker else line
+
+
+def _lines(text: str) -> list[str]:
+    """The cue's lines as laid out, each on one line; a blank line would end an SRT or WebVTT cue."""
+    return [line for line in (_one_line(part) for part in text.split("\n")) if line]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _vtt_escape(text: str) -> str:
+    # With ">" escaped, "-->" cannot appear in cue text either.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

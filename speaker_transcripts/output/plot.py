@@ -1,0 +1,92 @@
+"""A PNG timeline of who spoke when, with the words: quicker to check than a transcript.
+
+Laid out like a page: the audio runs left to right in rows of at most a minute (a 10-minute file
+is ten rows, not one 40-inch strip), each row with a lane per speaker (one "speech" lane without
+diarization), a bar per segment and as much of the segment's text as fits on its bar, in a font
+a person can read. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+from speaker_transcripts.output.formats import Cue, cues_from_result
+
+ROW_S = 60.0  # seconds of audio per row
+WIDTH_IN = 14.0
+LANE_IN = 0.42
+FONT_PT = 9
+CHARACTER_IN = FONT_PT * 0.47 / 72  # average character width of DejaVu Sans in running text
+MIN_LABEL_CHARACTERS = 4
+
+
+def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Path:
+    """Draw ``result`` (the handler's response) to ``path``; returns the path written."""
+    cues = cues_from_result(result)
+    lanes = sorted({cue.speaker or "speech" for cue in cues}) or ["speech"]
+    duration = max([result.get("duration") or 0.0] + [cue.end for cue in cues]) or 1.0
+    row_seconds = min(ROW_S, max(duration, 5.0))
+    rows = math.ceil(duration / row_seconds)
+    row_height = LANE_IN * len(lanes) + 0.55
+    figure, axes_list = plt.subplots(rows, 1, figsize=(WIDTH_IN, 0.7 + row_height * rows), squeeze=False)
+    for row, axes in enumerate(axes_list[:, 0]):
+        start = row * row_seconds
+        _draw_row(axes, cues, lanes, start, start + row_seconds, show_label=row == 0)
+    figure.suptitle(title or "speaker timeline", fontsize=FONT_PT + 2)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def _draw_row(axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, end: float, show_label: bool) -> None:
+    colours = plt.get_cmap("tab10")
+    seconds_per_inch = (end - start) / (WIDTH_IN - 1.6)  # the y labels take about 1.6 in
+    for cue in cues:
+        if cue.end < start or cue.start > end:
+            continue
+        index = lanes.index(cue.speaker or "speech")
+        lane = len(lanes) - 1 - index  # the first speaker on top
+        left, right = max(cue.start, start), min(max(cue.end, cue.start + 0.05), end)
+        axes.broken_barh([(left, right - left)], (lane - 0.4, 0.8), color=colours(index % 10), alpha=0.55)
+        label = _fitting(cue.text, (right - left) / seconds_per_inch)
+        if label:
+            axes.text(left, lane, " " + label, va="center", ha="left", fontsize=FONT_PT, clip_on=True)
+    axes.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=FONT_PT)
+    axes.set_xlim(start, end)
+    axes.set_ylim(-0.6, len(lanes) - 0.4)
+    axes.xaxis.set_major_locator(MultipleLocator(_tick_step(end - start)))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda seconds, _: f"{int(seconds // 60)}:{int(seconds % 60):02d}"))
+    axes.tick_params(axis="x", labelsize=FONT_PT)
+    axes.grid(axis="x", alpha=0.3)
+    if show_label:
+        axes.set_title("time (m:ss)", fontsize=FONT_PT, loc="right")
+
+
+def _fitting(text: str, width_in: float) -> str:
+    """As much of ``text`` as fits on a bar ``width_in`` wide, with an ellipsis when cut;
+    nothing when not even a few characters fit. Control characters are dropped (no glyph)."""
+    text = "".join(character for character in text if character.isprintable())
+    room = int(width_in / CHARACTER_IN) - 1
+    if room < MIN_LABEL_CHARACTERS:
+        return ""
+    return text if len(text) <= room else text[: room - 1].rstrip() + "…"
+
+
+def _tick_step(span_s: float) -> float:
+    """About ten ticks per row, on round numbers of seconds."""
+    for step in (1, 2, 5, 10, 15, 30, 60):
+        if span_s / step <= 12:
+            return step
+    return 60

@@ -1,0 +1,392 @@
+"""Whisper speech recognition: models loaded once, then one call per request.
+
+Uses the transformers ASR pipeline with an optional assistant model for speculative decoding.
+Long audio is decoded as speech-aligned pieces in batches (``long_form.py``), or, on request,
+by the pipeline's own chunked long-form decoding.
+
+Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (checked on
+5.24) drafts through ``WhisperForConditionalGeneration.generate``, which re-sets
+``begin_index`` on the logits processors it shares with the main model. The main model's
+timestamp rules then look at an empty "generated so far" and stop enforcing pairing and
+monotonic timestamps while verifying drafts, so assisted output differs from greedy (and on
+real weights can loop for thousands of rounds). Drafting through the generic
+``GenerationMixin.generate`` leaves the shared processors alone, and assisted output is
+token-identical to greedy with and without timestamps (``tests/pipeline/test_asr.py`` proves it).
+A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import (
+    AutoConfig,
+    AutoProcessor,
+    GenerationMixin,
+    WhisperForCausalLM,
+    WhisperForConditionalGeneration,
+    pipeline,
+)
+from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
+
+from speaker_transcripts.config import InferenceConfig, ModelCapabilities, ModelSettings, token_budget
+from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.models.cpu_fast_path import speed_up_for_cpu
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
+from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text
+
+logger = logging.getLogger(__name__)
+# Word alignment takes the std of a one-row matrix for one-token segments; transformers handles the
+# result, but torch warns on every such segment.
+warnings.filterwarnings("ignore", message=r"std\(\): degrees of freedom", module="transformers.models.whisper")
+
+
+class _HandledWhisperNotices(logging.Filter):
+    """Notices about things this module already handles, not worth a line per request:
+    Whisper's own ``generate`` (5.24) passes suppress tokens beside its generation config and then
+    warns that doing so is deprecated (nothing a caller can change); and a speech piece that ends
+    mid-word leaves Whisper's last segment open, which ``long_form.on_file_clock`` closes."""
+
+    HANDLED = (
+        "Passing `generation_config` together with generation-related",
+        "Whisper did not predict an ending timestamp",
+        "`max_new_tokens` will take precedence",  # ours (config.token_budget) over the checkpoint's max_length
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(notice in message for notice in self.HANDLED)
+
+
+for _logger_name in ("transformers.generation.utils", "transformers.models.whisper.tokenization_whisper"):
+    logging.getLogger(_logger_name).addFilter(_HandledWhisperNotices())
+
+
+def _without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """Word timestamps make Whisper's ``generate`` ask for attention weights (5.24), and the
+    encoder then keeps its self-attention maps too: layers x heads x 1500 x 1500 floats per piece
+    (216 MB per 30-s piece for whisper-tiny.en, 432 MB for base, gigabytes for large), though word
+    alignment reads only the decoder's cross-attention. Measured with tiny.en
+    (``bench/request_cost.py``, "defaults + word timestamps, 10 s", one piece): 240 MB above the
+    idle server with them, 85 MB without; same text."""
+    return args, {**kwargs, "output_attentions": False}
+
+
+class DraftWhisper(WhisperForConditionalGeneration):
+    """An encoder-decoder assistant that drafts with the generic ``generate`` (see module doc)."""
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        return GenerationMixin.generate(self, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What Whisper heard: the full text, its timed chunks and the language it decoded in."""
+
+    text: str
+    chunks: list[Chunk]
+    language: str | None
+
+
+class SpeechRecognizer:
+    """The Whisper pipeline and optional assistant, built once for the life of the endpoint."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.device = settings.resolved_device(torch.cuda.is_available())
+        self.dtype = getattr(torch, settings.resolved_dtype(self.device))
+        token = settings.hf_token.get_secret_value() if settings.hf_token else None
+        self.fast_path = settings.cpu_fast_path(self.device)
+        model = WhisperForConditionalGeneration.from_pretrained(
+            settings.asr_model, dtype=self.dtype, attn_implementation="sdpa", token=token
+        )
+        processor = AutoProcessor.from_pretrained(settings.asr_model, token=token)
+        self.model = model.to(self.device).eval()
+        # What the weights compute in, for the log and /ready: the dtype, or what the CPU fast path did.
+        self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
+        logger.info("loaded ASR model %s on %s (%s)", settings.asr_model, self.device, self.precision)
+        self.model.get_encoder().register_forward_pre_hook(_without_attention_maps, with_kwargs=True)
+        self.processor = processor
+        self.pipeline = pipeline(
+            "automatic-speech-recognition",
+            model=self.model,
+            tokenizer=processor.tokenizer,
+            feature_extractor=processor.feature_extractor,
+            device=self.model.device,
+            dtype=self.dtype,
+        )
+        self.assistant = self._load_assistant(settings.assistant_model, token) if settings.assistant_model else None
+        generation = self.model.generation_config
+        self.capabilities = ModelCapabilities(
+            multilingual=bool(getattr(generation, "is_multilingual", False)),
+            language_codes=frozenset(token.strip("<|>") for token in (getattr(generation, "lang_to_id", None) or {})),
+            language_aliases=dict(TO_LANGUAGE_CODE),
+            has_assistant=self.assistant is not None,
+        )
+
+    def _load_assistant(self, name: str, token: str | None) -> torch.nn.Module:
+        config = AutoConfig.from_pretrained(name, token=token)
+        decoder_only = not getattr(config, "is_encoder_decoder", True) or "WhisperForCausalLM" in (
+            config.architectures or []
+        )
+        model_class = WhisperForCausalLM if decoder_only else DraftWhisper
+        logger.info("loading assistant model %s (%s)", name, model_class.__name__)
+        assistant = model_class.from_pretrained(name, dtype=self.dtype, attn_implementation="sdpa", token=token)
+        if assistant.config.vocab_size != self.model.config.vocab_size:
+            raise ValueError(
+                f"ASSISTANT_MODEL {name} has a vocabulary of {assistant.config.vocab_size} tokens but the ASR model has "
+                f"{self.model.config.vocab_size}; the assistant must share the main model's tokenizer (e.g. distil-whisper for whisper-large)"
+            )
+        if decoder_only and assistant.config.d_model != self.model.config.d_model:
+            raise ValueError(
+                f"the decoder-only ASSISTANT_MODEL {name} reads the main model's encoder output, but its width "
+                f"({assistant.config.d_model}) differs from the ASR model's ({self.model.config.d_model})"
+            )
+        assistant = assistant.to(self.device).eval()
+        if self.fast_path:
+            speed_up_for_cpu(assistant)
+        return assistant
+
+    def transcribe(
+        self,
+        samples: np.ndarray,
+        config: InferenceConfig,
+        duration: float,
+        on_progress: Callable[[float], None] | None = None,
+        pieces: Sequence[Piece] | None = None,
+        on_segment: Callable[[Chunk], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Transcript:
+        """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
+
+        With ``pieces`` (speech-aligned long form, ``long_form.py``) only those stretches are
+        decoded, in batches, and their times put back on the file's clock; without, the
+        transformers chunked pipeline decodes the whole file in overlapping windows.
+        ``on_progress`` hears, while decoding, about how many seconds of audio are done, and
+        ``on_segment`` gets each chunk as soon as its piece is decoded (in order; the chunked
+        pipeline only hands chunks over at the end). ``should_stop`` is asked at every decoder
+        step; when it says yes, ``RequestAbandoned`` ends the work within a step.
+        """
+        language = config.language
+        generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
+        if self.capabilities.multilingual:
+            language = language or self.detect_language(samples[pieces[0].start :] if pieces else samples)
+            generate_kwargs.update(task=config.task, language=language)
+        else:
+            language = "en"
+        if config.assisted:
+            generate_kwargs["assistant_model"] = self.assistant
+        if config.prompt:
+            generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
+        budget = token_budget(config.chunk_length_s)
+        if budget is not None:
+            generate_kwargs["max_new_tokens"] = budget
+        options = {
+            "batch_size": config.batch_size,
+            "return_timestamps": "word" if config.return_timestamps == "word" else True,
+            "generate_kwargs": generate_kwargs,
+        }
+        with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop):
+            if pieces is None:
+                raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
+                chunks = close_timestamps(raw_chunks, duration)
+                for chunk in chunks if on_segment is not None else ():
+                    on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
+            else:
+                chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
+        return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
+
+    def _decode_chunked(
+        self,
+        samples: np.ndarray,
+        chunk_length_s: float,
+        duration: float,
+        options: dict[str, Any],
+        on_progress: Callable[[float], None] | None,
+    ) -> list[dict[str, Any]]:
+        with self._windows_counted(on_progress, chunk_length_s, duration):
+            result = self.pipeline(
+                {"raw": samples, "sampling_rate": SAMPLING_RATE},
+                chunk_length_s=chunk_length_s,
+                ignore_warning=True,  # the "chunk_length_s is very experimental" paragraph, once per file
+                **options,
+            )
+        return result.get("chunks") or []
+
+    def _decode_pieces(
+        self,
+        samples: np.ndarray,
+        pieces: Sequence[Piece],
+        duration: float,
+        options: dict[str, Any],
+        on_progress: Callable[[float], None] | None,
+        on_segment: Callable[[Chunk], None] | None,
+    ) -> list[Chunk]:
+        """Each piece is one short-form input; the pipeline batches them as they are handed out.
+        A piece's chunks are final once it is decoded, so they are handed on there and then."""
+        progress = _PieceProgress(pieces, duration, on_progress)
+        inputs = (
+            {"raw": samples[piece.start : piece.end], "sampling_rate": SAMPLING_RATE}
+            for piece in progress.handing_out()
+        )
+        chunks: list[Chunk] = []
+        handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
+        try:
+            for piece, result in zip(pieces, self.pipeline(inputs, **options), strict=True):
+                decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
+                chunks.extend(decoded)
+                for chunk in decoded if on_segment is not None else ():
+                    on_segment(chunk)
+                progress.piece_done()
+        finally:
+            if handle is not None:
+                handle.remove()
+        return chunks
+
+    def warm_up(self) -> None:
+        """Run every loaded path once on a second of quiet noise: the first real request then
+        doesn't pay for lazy initialisation (kernels, caches, the assistant's first draft)."""
+        quiet = (np.random.default_rng(0).standard_normal(SAMPLING_RATE) * 1e-3).astype(np.float32)
+        config = InferenceConfig(language="en" if self.capabilities.multilingual else None, assisted=False)
+        self.transcribe(quiet, config, duration=1.0)
+        if self.assistant is not None:
+            self.transcribe(quiet, config.model_copy(update={"assisted": True, "batch_size": 1}), duration=1.0)
+
+    def _prompt_ids(self, prompt: str) -> torch.Tensor:
+        """The prompt as Whisper's ``<|startofprev|>`` prefix; it has room for half its context."""
+        try:
+            prompt_ids = self.processor.get_prompt_ids(prompt, return_tensors="pt")
+        except ValueError:  # transformers refuses special tokens in a prompt ("<|endoftext|>", "<|0.00|>")
+            raise InvalidRequestError(
+                "the prompt contains Whisper's special tokens (text like <|endoftext|> or <|0.00|>); send plain text"
+            ) from None
+        room = self.model.config.max_target_positions // 2 - 1
+        if len(prompt_ids) - 1 > room:
+            raise InvalidRequestError(
+                f"the prompt is {len(prompt_ids) - 1} tokens long; this Whisper model takes at most {room}"
+            )
+        return prompt_ids.to(self.model.device)
+
+    def detect_language(self, samples: np.ndarray) -> str:
+        """Whisper's language guess on the first 30 s, used for every chunk of the request.
+
+        One decision per request keeps long audio from flipping language between chunks, and
+        the transformers pipeline cannot report the language when batching (5.24 raises
+        ``IndexError`` with ``return_language=True`` and ``batch_size > 1``).
+        """
+        features = self.processor.feature_extractor(
+            samples[: 30 * SAMPLING_RATE], sampling_rate=SAMPLING_RATE, return_tensors="pt"
+        ).input_features.to(self.model.device, self.dtype)
+        with torch.inference_mode():
+            language_token_ids = self.model.detect_language(features)
+        token = self.processor.tokenizer.convert_ids_to_tokens(int(language_token_ids[0]))
+        return token.strip("<|>")
+
+    @contextmanager
+    def _windows_counted(
+        self, on_progress: Callable[[float], None] | None, chunk_length_s: float, duration: float
+    ) -> Iterator[None]:
+        """Count the windows the encoder has seen; the chunked pipeline advances about two
+        thirds of a window per window (it overlaps a sixth on each side)."""
+        if on_progress is None:
+            yield
+            return
+        windows_done = 0
+
+        def count_windows(_module: torch.nn.Module, _inputs: Any, output: Any) -> None:
+            nonlocal windows_done
+            windows_done += output[0].shape[0]
+            on_progress(min(duration, windows_done * chunk_length_s * 2 / 3))
+
+        handle = self.model.get_encoder().register_forward_hook(count_windows)
+        try:
+            yield
+        finally:
+            handle.remove()
+        on_progress(duration)  # the estimate above is approximate; the end is not
+
+    @contextmanager
+    def _stoppable(self, should_stop: Callable[[], bool] | None) -> Iterator[None]:
+        """Abandoned work stops at the next decoder step instead of running to the end (a
+        request whose client left or whose deadline passed would otherwise hold the models)."""
+        if should_stop is None:
+            yield
+            return
+
+        def check(_module: torch.nn.Module, _inputs: Any) -> None:
+            if should_stop():
+                raise RequestAbandoned("the request was abandoned; decoding stopped")
+
+        handle = self.model.get_decoder().register_forward_pre_hook(check)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    @contextmanager
+    def _attention_restored(self) -> Iterator[None]:
+        """Word timestamps make transformers switch the model to eager attention for good;
+        put SDPA back afterwards so one word-level request doesn't slow every later one."""
+        implementation = self.model.config._attn_implementation
+        try:
+            yield
+        finally:
+            self.model.config._attn_implementation = implementation
+
+
+# Whisper writes about 3 tokens per second of English speech with timestamps (measured on the dev
+# conversations); a batch is expected to take this many decoder steps per second of its longest piece.
+EXPECTED_STEPS_PER_S = 4.0
+
+
+class _PieceProgress:
+    """Progress over speech-aligned pieces that moves during a batch, not only after it.
+
+    The pipeline pulls pieces from a generator a batch at a time, so the pieces handed out but
+    not yet finished are the batch in flight. Each decoder step moves the report through that
+    batch's share of the audio, in proportion to the steps its longest piece should need, up
+    to 95 %; a finished piece moves it to the piece's end.
+    """
+
+    def __init__(self, pieces: Sequence[Piece], duration: float, on_progress: Callable[[float], None] | None) -> None:
+        self.pieces = pieces
+        self.duration = duration
+        self.on_progress = on_progress
+        self.handed = 0
+        self.finished = 0
+        self.steps = 0
+        self.reported = 0.0
+
+    def handing_out(self) -> Iterator[Piece]:
+        for piece in self.pieces:
+            self.handed += 1
+            yield piece
+
+    def decoder_step(self, _module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
+        if self.handed <= self.finished:
+            return
+        self.steps += 1
+        batch = self.pieces[self.finished : self.handed]
+        longest = max(piece.end - piece.start for piece in batch) / SAMPLING_RATE
+        share = min(self.steps / (EXPECTED_STEPS_PER_S * longest + 1), 0.95)
+        start = self.pieces[self.finished - 1].end / SAMPLING_RATE if self.finished else 0.0
+        self._report(start + share * (batch[-1].end / SAMPLING_RATE - start))
+
+    def piece_done(self) -> None:
+        self.finished += 1
+        if self.finished == self.handed:
+            self.steps = 0  # the next batch starts from its first step
+        last = self.finished == len(self.pieces)
+        self._report(self.duration if last else self.pieces[self.finished - 1].end / SAMPLING_RATE)
+
+    def _report(self, seconds: float) -> None:
+        if self.on_progress is not None and seconds > self.reported:
+            self.reported = min(seconds, self.duration)
+            self.on_progress(self.reported)

@@ -1,0 +1,246 @@
+"""Turn whatever a client sent into 16 kHz mono float32 samples, once per request.
+
+Whisper and pyannote both want 16 kHz mono; decoding and resampling once here and handing the
+same array to both keeps their timestamps on one clock whatever rate or container came in.
+PyAV is used because its wheels bundle FFmpeg: every common container (wav, flac, mp3,
+ogg/opus, m4a, webm) decodes after ``pip install`` alone, with libswresample doing the
+resampling and channel down-mix.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+import av
+import numpy as np
+
+from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, shown
+
+SAMPLING_RATE = 16000
+# A container whose header promises this much more than could be decoded was cut short.
+TRUNCATION_TOLERANCE_S = 0.5
+TRUNCATION_TOLERANCE_RATIO = 0.05
+_DATA_URL = re.compile(r"^data:[\w/+.-]*(;[\w=.-]+)*;base64,", re.IGNORECASE)
+_BASE64_ALPHABET = re.compile(rb"^[A-Za-z0-9+/=_\-\s]+$")
+
+
+@dataclass(frozen=True)
+class DecodedAudio:
+    """Mono float32 samples at ``SAMPLING_RATE`` Hz."""
+
+    samples: np.ndarray
+
+    @property
+    def duration(self) -> float:
+        return len(self.samples) / SAMPLING_RATE
+
+
+def decode_inputs(inputs: Any, sampling_rate: int = SAMPLING_RATE, max_seconds: float | None = None) -> DecodedAudio:
+    """Decode the ``inputs`` of a request.
+
+    Accepted: a base64 string (optionally a ``data:audio/...;base64,`` URL), raw file bytes
+    (what Inference Endpoints passes for an ``audio/*`` body), a ``{"array"|"raw": samples,
+    "sampling_rate": rate}`` dict, or a bare array/list of samples at ``sampling_rate``.
+    Audio longer than ``max_seconds`` raises ``AudioTooLongError`` before it is all decoded.
+    """
+    if isinstance(inputs, str):
+        return decode_file(_from_base64(inputs), max_seconds)
+    if isinstance(inputs, (bytes, bytearray, memoryview)):
+        return decode_file(bytes(inputs), max_seconds)
+    if isinstance(inputs, Mapping):
+        samples = inputs.get("array", inputs.get("raw"))
+        if samples is None:
+            raise InvalidRequestError("'inputs' as an object needs an 'array' (or 'raw') list of samples")
+        return _within_limit(from_array(samples, inputs.get("sampling_rate", sampling_rate), max_seconds), max_seconds)
+    if isinstance(inputs, (list, tuple, np.ndarray)):
+        return _within_limit(from_array(inputs, sampling_rate, max_seconds), max_seconds)
+    raise InvalidRequestError(
+        f"'inputs' must be base64-encoded audio, raw audio bytes or an array of samples, not {type(inputs).__name__}"
+    )
+
+
+def decode_file(data: bytes, max_seconds: float | None = None) -> DecodedAudio:
+    """Decode an audio file in any container FFmpeg knows."""
+    if not data:
+        raise InvalidRequestError("the audio is empty (0 bytes)")
+    try:
+        return _decode_container(data, max_seconds)
+    except AudioTooLongError:
+        raise
+    except InvalidRequestError:
+        if _BASE64_ALPHABET.match(data[:4096]):  # a base64 text body sent as raw bytes
+            try:
+                return _decode_container(_from_base64(data.decode("ascii")), max_seconds)
+            except AudioTooLongError:
+                raise
+            except (InvalidRequestError, UnicodeDecodeError):
+                pass
+        raise  # the first error: it describes the body as sent
+
+
+def _too_long(seconds: float, max_seconds: float) -> AudioTooLongError:
+    return AudioTooLongError(
+        f"the audio lasts {seconds:.1f} s, longer than this service's limit of {max_seconds:g} s (MAX_AUDIO_SECONDS); split it"
+    )
+
+
+def _within_limit(audio: DecodedAudio, max_seconds: float | None) -> DecodedAudio:
+    if max_seconds is not None and audio.duration > max_seconds:
+        raise _too_long(audio.duration, max_seconds)
+    return audio
+
+
+def from_array(samples: Any, sampling_rate: Any, max_seconds: float | None = None) -> DecodedAudio:
+    """Accept already-decoded samples (mono, or channels-first) and bring them to 16 kHz mono.
+
+    The duration limit is checked on the sample count and rate, before resampling: 2.4 M samples
+    at 1 kHz are 40 min at 16 kHz, and resampling them first cost 1 GB only to refuse them.
+    """
+    if not isinstance(sampling_rate, int) or isinstance(sampling_rate, bool) or not 1000 <= sampling_rate <= 384000:
+        raise InvalidRequestError(f"sampling_rate must be an integer between 1000 and 384000 Hz, got {shown(sampling_rate)}")
+    try:
+        array = np.asarray(samples, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer too large for any float
+        raise InvalidRequestError("the audio array must contain only numbers (within float range)") from None
+    if array.ndim == 2:
+        array = array.mean(axis=0 if array.shape[0] <= array.shape[1] else 1)
+    if array.ndim != 1:
+        raise InvalidRequestError(f"the audio array must be 1-D (or channels x samples), got shape {array.shape}")
+    if array.size == 0:
+        raise InvalidRequestError("the audio array is empty")
+    if max_seconds is not None and array.size / sampling_rate > max_seconds:
+        raise _too_long(array.size / sampling_rate, max_seconds)
+    if not np.isfinite(array).all():
+        raise InvalidRequestError("the audio array contains NaN or infinite values")
+    if sampling_rate != SAMPLING_RATE:
+        array = _resample(array, sampling_rate)
+        if array.size == 0:
+            raise InvalidRequestError(f"the audio array is too short to resample from {sampling_rate} Hz (send at least a few ms)")
+    return DecodedAudio(np.ascontiguousarray(array, dtype=np.float32))
+
+
+def _from_base64(text: str) -> bytes:
+    payload = _DATA_URL.sub("", text.strip(), count=1)
+    payload = re.sub(r"\s+", "", payload)
+    if not payload:
+        raise InvalidRequestError("'inputs' is an empty string; send base64-encoded audio")
+    padded = payload + "=" * (-len(payload) % 4)
+    try:
+        alphabet = "-_" if ("-" in payload or "_" in payload) else None
+        return base64.b64decode(padded, altchars=alphabet.encode() if alphabet else None, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequestError(
+            "'inputs' is not valid base64; encode the audio file's bytes with base64 (e.g. base64.b64encode(open(f, 'rb').read()).decode())"
+        ) from None
+
+
+def _decode_container(data: bytes, max_seconds: float | None = None) -> DecodedAudio:
+    _check_wav_complete(data)
+    try:
+        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+            stream = next((s for s in container.streams if s.type == "audio"), None)
+            if stream is None:
+                raise InvalidRequestError("the file holds no audio stream; send an audio file (wav, flac, mp3, ogg, opus, m4a, webm)")
+            declared = _declared_duration(container, stream)
+            if max_seconds is not None and declared is not None and declared > max_seconds:
+                raise _too_long(declared, max_seconds)
+            samples = _resampled(container.decode(stream), max_seconds)
+    except av.error.FFmpegError as error:
+        raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
+    if samples.size == 0:
+        raise InvalidRequestError("the file holds no audio samples (is it empty or cut short?)")
+    if not np.isfinite(samples).all():  # one NaN turns Whisper's features to NaN: "!!!!" at 10x the time
+        raise InvalidRequestError("the audio contains NaN or infinite sample values; send finite samples")
+    decoded = len(samples) / SAMPLING_RATE
+    if declared is not None and declared - decoded > max(TRUNCATION_TOLERANCE_S, TRUNCATION_TOLERANCE_RATIO * declared):
+        raise InvalidRequestError(
+            f"the audio is truncated: its header promises {declared:.1f} s but only {decoded:.1f} s could be decoded"
+        )
+    return DecodedAudio(samples)
+
+
+def _resampled(frames: Iterable[av.AudioFrame | None], max_seconds: float | None = None) -> np.ndarray:
+    """16 kHz mono float32 from frames of any rate and layout (libswresample, flushed at the end).
+
+    Stops as soon as the audio passes ``max_seconds``: a header can understate the length, and
+    decoding hours of audio only to refuse it would spend the memory the limit protects.
+    """
+    resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
+    limit = None if max_seconds is None else int(max_seconds * SAMPLING_RATE)
+    pieces, total = [], 0
+    for frame in chain(frames, [None]):
+        for out in resampler.resample(_mono(frame) if frame is not None else None):
+            pieces.append(out.to_ndarray().reshape(-1))
+            total += len(pieces[-1])
+            if limit is not None and total > limit:
+                raise _too_long(total / SAMPLING_RATE, max_seconds)
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
+
+_FULL_SCALE = {np.dtype(np.uint8): 128.0, np.dtype(np.int16): 2.0**15, np.dtype(np.int32): 2.0**31, np.dtype(np.int64): 2.0**63}
+
+
+def _mono(frame: av.AudioFrame) -> av.AudioFrame:
+    """Several channels averaged with equal weights, as a mono float frame.
+
+    libswresample refuses layouts it has no downmix matrix for (9, 32 or 64 channels failed with
+    "Invalid argument") and weights the ones it knows unequally (an 8-channel sine came out at
+    1.08 of full scale: clipped). Every channel counts the same here, whatever the count.
+    """
+    if len(frame.layout.channels) == 1:
+        return frame
+    channels = len(frame.layout.channels)
+    data = frame.to_ndarray()
+    data = data if frame.format.is_planar else data.reshape(-1, channels).T
+    scale = _FULL_SCALE.get(data.dtype)
+    samples = data.astype(np.float64)
+    if data.dtype == np.uint8:
+        samples -= 128.0
+    mono = (samples.mean(axis=0) / (scale or 1.0)).astype(np.float32)
+    downmixed = av.AudioFrame.from_ndarray(mono.reshape(1, -1), format="flt", layout="mono")
+    downmixed.sample_rate = frame.sample_rate
+    return downmixed
+
+
+def _resample(array: np.ndarray, sampling_rate: int) -> np.ndarray:
+    """Resample with the same libswresample the file path uses, so both paths agree."""
+    frame = av.AudioFrame.from_ndarray(array.reshape(1, -1), format="flt", layout="mono")
+    frame.sample_rate = sampling_rate
+    return _resampled([frame])
+
+
+def _check_wav_complete(data: bytes) -> None:
+    """FFmpeg reads a cut-off WAV without complaint; its RIFF header says how much should follow."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return
+    offset = 12
+    while offset + 8 <= len(data):
+        chunk_id, size = data[offset : offset + 4], int.from_bytes(data[offset + 4 : offset + 8], "little")
+        if chunk_id == b"data":
+            present = len(data) - offset - 8
+            if size not in (0, 0xFFFFFFFF) and size > present:  # 0 and ~0 mean "streamed, size unknown"
+                raise InvalidRequestError(
+                    f"the WAV file is truncated: its header declares {size} bytes of audio but only {present} are present"
+                )
+            return
+        offset += 8 + size + (size & 1)
+
+
+def _declared_duration(container: av.container.InputContainer, stream: av.AudioStream) -> float | None:
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    if container.duration is not None:
+        return container.duration / av.time_base
+    return None
+
+
+def _ffmpeg_reason(error: av.error.FFmpegError) -> str:
+    reason = getattr(error, "strerror", None) or str(error)
+    return reason.split(":")[0].strip() if reason else "unrecognised format"

@@ -1,0 +1,90 @@
+"""Find the speech in a recording before Whisper sees it: whether there is any, and where.
+
+Whisper hallucinates on audio without speech: on 5 s of silence whisper-base writes " you", on
+10 s of pink noise a Japanese "thanks for watching" tagged as Nynorsk (both measured on
+``../shared/dev-audio``). Silero VAD, whose weights ship inside its PyPI package (no download),
+rejects both. The gate scans the audio in blocks and stops at the first block with speech,
+so on real speech it costs a few milliseconds. ``speech_regions`` scans the whole file and
+says where speech is, for speech-aligned long-form decoding (``long_form.py``): about 1 % of
+the audio's duration on one CPU thread (``bench/vad_threshold.py``: 1.03 % on the dev files).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+
+BLOCK_S = 30.0  # scan in Whisper-window-sized blocks; most speech is found in the first one
+MIN_SPEECH_MS = 250
+# Silero's default. Lower thresholds find more of the quiet far-field speech in the AMI meeting
+# excerpts (reference speech found: 80.8 % at 0.5, 86.9 % at 0.25; bench/vad_threshold.py), but
+# the transcripts did not gain from it: at 0.25 the dev conversations' WER rose from 8.4 % to 9.8 %
+# (29 errors against 25 on 296 words) and the meetings gave about as many words as at 0.5.
+SPEECH_THRESHOLD = 0.5
+
+
+def _import_silero_vad() -> ModuleType:
+    """``silero_vad`` calls ``torch.set_num_threads(1)`` when imported (6.2.3): every model in the
+    process, Whisper and pyannote included, would then run on one core. Keep the count we had."""
+    threads = torch.get_num_threads()
+    import silero_vad
+
+    torch.set_num_threads(threads)
+    return silero_vad
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Silero's small recurrent model is fastest on one thread: measured on 7 s of speech, 0.04 s
+    on one thread against 0.11 s on two, and 23 s on two while another process was busy (OpenMP
+    threads spinning against each other). The thread count is process-wide, so it is restored
+    right after; the handler runs the gate under its lock, with no other model working."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class SpeechGate:
+    """Silero VAD behind a lock: the model carries recurrent state between calls."""
+
+    def __init__(self) -> None:
+        self._silero = _import_silero_vad()
+        with warnings.catch_warnings():  # silero-vad 6.2.3 loads its TorchScript file, which torch 2.14 deprecates
+            warnings.filterwarnings("ignore", message=r".*torch\.jit\.load.* is deprecated", category=FutureWarning)
+            self._model = self._silero.load_silero_vad()
+        self._lock = threading.Lock()
+
+    def speech_regions(self, samples: np.ndarray, max_speech_s: float) -> list[tuple[int, int]]:
+        """Speech as ``[start, end)`` sample spans in time order. Speech running longer than
+        ``max_speech_s`` is split at its last pause before that (Silero's own rule), so the
+        spans fit Whisper's window wherever the speaker breathes."""
+        with self._lock, torch.inference_mode(), _one_thread():
+            spans = self._speech(samples, max_speech_duration_s=max_speech_s)
+        return [(int(span["start"]), int(span["end"])) for span in spans]
+
+    def contains_speech(self, samples: np.ndarray) -> bool:
+        block = int(BLOCK_S * SAMPLING_RATE)
+        with self._lock, torch.inference_mode(), _one_thread():
+            return any(self._speech(samples[start : start + block]) for start in range(0, len(samples), block))
+
+    def _speech(self, samples: np.ndarray, **options: float) -> list[dict[str, int]]:
+        """Silero's speech spans with this module's settings (call under the lock)."""
+        return self._silero.get_speech_timestamps(
+            torch.from_numpy(np.ascontiguousarray(samples)),
+            self._model,
+            sampling_rate=SAMPLING_RATE,
+            threshold=SPEECH_THRESHOLD,
+            min_speech_duration_ms=MIN_SPEECH_MS,
+            **options,
+        )

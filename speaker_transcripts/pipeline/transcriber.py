@@ -1,0 +1,238 @@
+"""The orchestrator: audio in, speaker-attributed transcript out, on models loaded once.
+
+Every surface runs this one object: the Inference Endpoints entry (``handler.py`` at the
+repository root), the server, the CLI, the evaluation harness and the benchmarks. A request is
+the Endpoints payload::
+
+    {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
+     "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
+
+and the answer is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``.
+The stages run in order: decode the audio, find the speech (Silero), cut it into pieces, decode
+them with Whisper while pyannote diarizes beside it, then attribute words to speakers. A request
+the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints answers 400).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from speaker_transcripts.config import (
+    InferenceConfig,
+    ModelCapabilities,
+    ModelSettings,
+    bounded_work,
+    parse_parameters,
+    resolve_request,
+)
+from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE, DecodedAudio, decode_inputs
+from speaker_transcripts.pipeline.decoding_policy import DecodingPolicy
+from speaker_transcripts.pipeline.diarization import (
+    UNKNOWN_SPEAKER,
+    DiarizationPipeline,
+    SpeakerSegment,
+    Turn,
+    assign_speakers,
+    diarize,
+    group_by_speaker,
+    load_diarization_pipeline,
+    word_speakers,
+)
+from speaker_transcripts.pipeline.long_form import PIECE_PAD_S, Piece, plan_pieces
+from speaker_transcripts.pipeline.transcript import Chunk, group_words
+
+if TYPE_CHECKING:
+    import numpy as np
+
+NO_SPEECH = "no speech detected"
+
+
+class Transcriber:
+    """Whisper (+ optional assistant) and optional pyannote, loaded once at start-up."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        """``settings`` name the models to load: the environment's for Inference Endpoints
+        (``ModelSettings.for_repository``), the CLI's and server's own for those surfaces."""
+        # Imported here so that importing the orchestrator (and its pure helpers) needs no torch.
+        from speaker_transcripts.models import registry
+        from speaker_transcripts.pipeline.asr import SpeechRecognizer
+        from speaker_transcripts.pipeline.speech_gate import SpeechGate
+
+        # ``configured`` names the models as the user did; ``settings`` has embedded names as cache folders.
+        self.configured = settings
+        self.settings = registry.prepare(self.configured)
+        self.recognizer = SpeechRecognizer(self.settings)
+        self.diarization_pipeline: DiarizationPipeline | None = (
+            load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None
+        )
+        # Silero finds the speech for long-form decoding; SPEECH_GATE decides whether audio
+        # where it finds none is answered "no speech" (default) or decoded whole anyway.
+        self.speech_gate = SpeechGate()
+        # One request at a time on the shared models: the pipeline and pyannote keep per-call state.
+        self._lock = threading.Lock()
+        self._diarizer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarization")
+        self.decoding_policy = DecodingPolicy(self.settings.assisted_max_seconds)
+        if self.settings.warmup:
+            self.recognizer.warm_up()
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """What the loaded models can do; diarization follows whatever the seam holds now."""
+        return replace(self.recognizer.capabilities, has_diarization=self.diarization_pipeline is not None)
+
+    def __call__(
+        self,
+        data: Any,
+        on_progress: Callable[[float], None] | None = None,
+        on_segment: Callable[[Chunk], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> dict[str, Any]:
+        """Serve one request. ``on_progress`` (seconds of audio decoded so far) feeds progress bars;
+        ``on_segment`` receives Whisper's chunks as they are decoded, before speakers are known
+        (for streaming responses); ``should_stop`` saying yes (client gone, deadline passed) ends
+        the work early with ``RequestAbandoned``, also while it waits for the models."""
+        if not isinstance(data, Mapping) or "inputs" not in data:
+            raise InvalidRequestError('the request body must be a JSON object with "inputs" (base64 audio) and optional "parameters"')
+        config, warnings = parse_parameters(data.get("parameters"))
+        resolved = resolve_request(config, self.capabilities)
+        config, warnings = resolved.config, warnings + resolved.warnings
+        audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds)
+        with self._lock:
+            if should_stop is not None and should_stop():
+                raise RequestAbandoned("the request was abandoned while it waited for the models")
+            try:
+                return self._transcribe(audio, config, warnings, on_progress, on_segment, should_stop)
+            finally:
+                _return_freed_memory()
+
+    def _transcribe(
+        self,
+        audio: DecodedAudio,
+        config: InferenceConfig,
+        warnings: list[str],
+        on_progress: Callable[[float], None] | None,
+        on_segment: Callable[[Chunk], None] | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> dict[str, Any]:
+        duration = round(audio.duration, 3)
+        auto = config.assisted == "auto"
+        config = self._decoding_for(config, duration)
+        if config.long_form == "vad":
+            pieces = self._speech_pieces(audio.samples, config)
+            silent = pieces is None
+        else:
+            pieces = None
+            silent = self.settings.speech_gate and not self.speech_gate.contains_speech(audio.samples)
+        if silent and self.settings.speech_gate:
+            return _response("", [], [], config.language, duration, warnings + [NO_SPEECH], decoding="none")
+        # Word-level attribution needs word times even when the client asked for segments.
+        words_needed = config.diarize and config.attribution == "word"
+        asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
+        bounded = bounded_work(asr_config, self.settings.max_batch_items)
+        asr_config, warnings = bounded.config, warnings + bounded.warnings
+        # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
+        # 52.9 s overlapped against 59.0 s one after the other (bench/diarization_overlap.py).
+        diarization = (
+            self._diarizer.submit(diarize, self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
+            if config.diarize and self.diarization_pipeline is not None
+            else None
+        )
+        started = time.perf_counter()
+        try:
+            transcript = self.recognizer.transcribe(
+                audio.samples, asr_config, duration, on_progress, pieces, on_segment, should_stop
+            )
+        finally:  # even when ASR fails, the next request must find pyannote idle
+            turns = diarization.result() if diarization is not None else None
+        if auto:
+            self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
+        chunks, speakers, warnings = self._attribute(transcript.chunks, turns, config, asr_config, warnings)
+        decoding = "assisted" if config.assisted else f"batched (batch_size {asr_config.batch_size})"
+        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, decoding)
+
+    @staticmethod
+    def _attribute(
+        chunks: list[Chunk],
+        turns: list[Turn] | None,
+        config: InferenceConfig,
+        asr_config: InferenceConfig,
+        warnings: list[str],
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        """Speakers for the transcript, and the chunks in the granularity the client asked for:
+        words labelled one by one (word-level attribution) or Whisper's segments attributed whole."""
+        chunk_speakers: list[str] | None = None
+        speakers: list[SpeakerSegment] = []
+        if turns is not None and chunks:
+            if not turns:
+                warnings = warnings + [f"diarization found no speaker turns; text attributed to {UNKNOWN_SPEAKER}"]
+            if asr_config.return_timestamps == "word":
+                chunk_speakers = word_speakers(chunks, turns)
+                speakers = group_by_speaker(chunks, chunk_speakers)
+            else:
+                speakers = assign_speakers(chunks, turns)
+        if asr_config.return_timestamps != config.return_timestamps:  # words were only for attribution
+            chunks, chunk_speakers = group_words(chunks, chunk_speakers), None
+        chunk_dicts = [chunk.to_dict() for chunk in chunks]
+        if chunk_speakers is not None:
+            chunk_dicts = [{**chunk, "speaker": speaker} for chunk, speaker in zip(chunk_dicts, chunk_speakers, strict=True)]
+        return chunk_dicts, [segment.to_dict() for segment in speakers], warnings
+
+    def _speech_pieces(self, samples: np.ndarray, config: InferenceConfig) -> list[Piece] | None:
+        """The speech-aligned pieces to decode (``long_form="vad"``); None when there is no speech
+        (with SPEECH_GATE off the whole file is then decoded in the pipeline's chunks)."""
+        window = int(config.chunk_length_s * SAMPLING_RATE)
+        pad = int(PIECE_PAD_S * SAMPLING_RATE)
+        regions = self.speech_gate.speech_regions(samples, config.chunk_length_s - 2 * PIECE_PAD_S)
+        return plan_pieces(regions, len(samples), window, pad) if regions else None
+
+    def _decoding_for(self, config: InferenceConfig, duration: float) -> InferenceConfig:
+        """Settle ``assisted="auto"`` with the decoding policy (see ``decoding_policy.py``)."""
+        if config.assisted != "auto":
+            return config
+        if self.decoding_policy.choose(duration):
+            return config.model_copy(update={"assisted": True, "batch_size": 1})
+        return config.model_copy(update={"assisted": False})
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap a request freed back to the system (glibc ``malloc_trim``): glibc keeps it
+    otherwise, and the next heavy request then peaks on top of the last one's leftovers."""
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+def _response(
+    text: str,
+    chunks: list,
+    speakers: list,
+    language: str | None,
+    duration: float,
+    warnings: list[str],
+    decoding: str,
+) -> dict[str, Any]:
+    return {
+        "text": text,
+        "chunks": chunks,
+        "speakers": speakers,
+        "language": language,
+        "duration": duration,
+        "decoding": decoding,  # the path that ran; "none" when the speech gate found nothing to decode
+        "warnings": warnings,
+    }

@@ -1,0 +1,1 @@
+"""The self-hosted server: FastAPI on Uvicorn, a router per API surface, guards in front of them."""

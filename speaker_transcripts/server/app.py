@@ -1,0 +1,68 @@
+"""The ASGI app: the Inference Endpoints contract and the OpenAI audio API over one set of models.
+
+    speaker-transcripts serve --host 0.0.0.0 --port 8000
+    (or: uvicorn speaker_transcripts.server.app:app ..., without the connection guard)
+
+Unset, ``ASR_MODEL`` and ``DIARIZATION_MODEL`` are the embedded ``whisper-base`` and
+``pyannote-campplus`` (``models.registry``; no Hub needed); set them to Hub ids or folders, or
+``DIARIZATION_MODEL=none``, to change that. Models load once, in the lifespan, before the server
+accepts connections. The routes live in ``routers/`` (one module per API surface), what is
+decided before a route runs in ``middleware``, the queue in ``inference``, the error answers in
+``errors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.server.errors import ModelLoadError, SecretRedactor, add_error_handlers, logger
+from speaker_transcripts.server.inference import Handler, InferenceQueue
+from speaker_transcripts.server.middleware import BodyReadTimeout, BodySizeLimit, HeaderGate, StartupFailureInOneLine
+from speaker_transcripts.server.routers import endpoints, health, openai
+
+
+def _load_self_hosted_handler() -> Handler:
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    return Transcriber(settings=ModelSettings.self_hosted())
+
+
+def create_app(load_handler: Callable[[], Handler] | None = None, settings: ServerSettings | None = None) -> FastAPI:
+    """The ASGI app; models load in the lifespan (before the first request is accepted)."""
+    settings = settings or ServerSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            handler = load_handler() if load_handler is not None else _load_self_hosted_handler()
+        except (OSError, RuntimeError, ValueError) as error:  # a model that cannot load: say why, in one line
+            raise ModelLoadError(f"could not load the models: {error}") from error
+        app.state.handler = handler
+        app.state.redact = SecretRedactor(handler.settings, settings)
+        app.state.queue = InferenceQueue(handler, settings, app.state.redact)
+        logger.info("ready: ASR %s, auth %s", handler.configured.asr_model, "on" if settings.api_key else "off")
+        yield
+        app.state.queue.close()
+
+    app = FastAPI(
+        title="Speaker-attributed transcription",
+        summary="Whisper (+ assistant) and pyannote behind the Inference Endpoints and OpenAI audio APIs",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s)
+    app.add_middleware(HeaderGate, api_key=settings.api_key)  # added later = runs earlier: before the body is read
+    app.add_middleware(StartupFailureInOneLine)
+    add_error_handlers(app, settings)
+    for surface in (endpoints, openai, health):
+        app.include_router(surface.router)
+    return app
+
+
+app = create_app()

@@ -1,0 +1,136 @@
+"""Inference off the event loop: a bounded queue in front of the one set of models.
+
+Handler calls run in worker threads, so the event loop stays free for health checks and
+refusals; the orchestrator's lock keeps requests on the shared models from interleaving, and
+the queue answers 503 with ``Retry-After`` instead of piling work up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import statistics
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from fastapi import Request
+
+from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.server.errors import ServiceError, logger
+
+INFERENCE_WORKERS = 2  # one decodes the next upload while the other holds the models
+
+
+class Handler(Protocol):
+    """What the server needs of the orchestrator (``pipeline.transcriber.Transcriber``)."""
+
+    settings: Any
+    configured: Any  # the settings as configured: model names, not cache folders
+    capabilities: Any
+
+    def __call__(self, data: Any, **callbacks: Any) -> dict[str, Any]: ...
+
+
+class InferenceQueue:
+    """Runs handler calls off the event loop; admits one running and ``max_queue`` waiting."""
+
+    def __init__(self, handler: Handler, settings: ServerSettings, redact: Callable[[str], str]) -> None:
+        self.handler = handler
+        self.redact = redact
+        self.max_queue = settings.max_queue
+        self.timeout_s = settings.request_timeout_s
+        self.pending = 0  # running + waiting; touched only on the event loop
+        self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
+        self._recent_seconds: deque[float] = deque(maxlen=20)
+        self._started: dict[int, float] = {}  # worker thread -> when its current call began
+
+    async def run(
+        self, data: dict[str, Any], client_gone: Callable[[], Awaitable[bool]] | None = None, **callbacks: Any
+    ) -> dict[str, Any]:
+        """The handler's answer to ``data``; ``callbacks`` (``on_segment``) go to the handler.
+
+        Work whose deadline passes (504) or whose client hangs up (``client_gone``, polled) is
+        told to stop: the handler ends it at the next decoder step, or as soon as it gets the
+        models if it was still waiting, and its queue slot frees then, not when the work would
+        have finished. Until it has stopped it keeps its slot, so the queue never admits more
+        work than the models can take."""
+        if self.pending > self.max_queue:
+            raise ServiceError(
+                503,
+                f"the server is busy ({self.pending} requests in progress or queued, MAX_QUEUE={self.max_queue}); retry later",
+                {"Retry-After": str(self.retry_after_s())},
+            )
+        self.pending += 1
+        stop = threading.Event()
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._timed_call, data, {**callbacks, "should_stop": stop.is_set}
+        )
+        future.add_done_callback(self._finished)
+        watcher = asyncio.ensure_future(_poll(client_gone)) if client_gone is not None else None
+        try:
+            waiting = {future, *([watcher] if watcher else [])}  # asyncio.wait never cancels what it waits on
+            done, _ = await asyncio.wait(waiting, timeout=self.timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if future.done():
+                return future.result()
+            stop.set()
+            if watcher is not None and watcher in done:
+                raise RequestAbandoned("the client hung up")
+            raise ServiceError(504, f"the request took longer than {self.timeout_s:g} s (REQUEST_TIMEOUT_S) and was abandoned")
+        except asyncio.CancelledError:  # the response task itself was cancelled: nobody is waiting
+            stop.set()
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    def retry_after_s(self) -> int:
+        """Seconds until a slot is likely free, which is all a refused client needs: the typical
+        (median) recent processing time, less what the longest-running call has already spent.
+        (Multiplying by the queue length overstated it 4x: work ahead of a retry is not the
+        whole queue, and abandoned work now leaves early.)"""
+        typical = statistics.median(self._recent_seconds) if self._recent_seconds else 1.0
+        spent = time.monotonic() - min(self._started.values()) if self._started else 0.0
+        return max(1, math.ceil(typical - spent))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _timed_call(self, data: dict[str, Any], callbacks: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        self._started[threading.get_ident()] = started
+        try:
+            return self.handler(data, **callbacks)
+        except (InvalidRequestError, ServiceError, RequestAbandoned):
+            raise
+        except Exception as error:  # a bug or a device failure: log it here, tell the client little
+            logger.error("inference failed: %s", self.redact("".join(traceback.format_exception(error))))
+            raise ServiceError(500, "internal error while processing the audio; the server log has the details") from error
+        finally:
+            self._started.pop(threading.get_ident(), None)
+            self._recent_seconds.append(time.monotonic() - started)
+
+    def _finished(self, future: asyncio.Future) -> None:
+        self.pending -= 1
+        if not future.cancelled():
+            future.exception()  # seen: abandoned work ends in RequestAbandoned that nobody awaits
+
+
+CLIENT_POLL_S = 0.5
+
+
+async def _poll(client_gone: Callable[[], Awaitable[bool]]) -> None:
+    """Return once ``client_gone`` says so (checked every ``CLIENT_POLL_S``)."""
+    while not await client_gone():
+        await asyncio.sleep(CLIENT_POLL_S)
+
+
+async def infer(request: Request, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
+    """The orchestrator's answer to ``data`` through the app's queue, stopped if the client hangs up."""
+    queue: InferenceQueue = request.app.state.queue
+    return await queue.run(data, client_gone=request.is_disconnected, **callbacks)

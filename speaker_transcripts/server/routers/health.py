@@ -1,0 +1,43 @@
+"""Health and readiness: ``GET /health`` (the process answers) and ``GET /ready`` (what is loaded).
+
+Both stay open when ``API_KEY`` is set: load balancers and orchestrators probe them anonymously.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from speaker_transcripts.server.inference import InferenceQueue
+
+router = APIRouter()
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+@router.get("/ready")
+async def ready(request: Request) -> dict[str, Any]:
+    """Readiness: which models are loaded, on what device, and how busy the server is."""
+    handler = request.app.state.handler
+    queue: InferenceQueue = request.app.state.queue
+    model_settings = handler.configured  # names as configured; embedded ones resolve to cache folders
+    recognizer = getattr(handler, "recognizer", None)
+    capabilities = handler.capabilities
+    return {
+        "status": "ready",
+        "models": {
+            "asr": model_settings.asr_model,
+            "assistant": model_settings.assistant_model if capabilities.has_assistant else None,
+            "diarization": model_settings.diarization_model if capabilities.has_diarization else None,
+        },
+        "device": str(getattr(recognizer, "device", "unknown")),
+        "dtype": str(getattr(recognizer, "dtype", "unknown")).removeprefix("torch."),
+        "precision": getattr(recognizer, "precision", "unknown"),  # the CPU fast path's int8/bfloat16 parts
+        "queue": {"in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue},
+        "auth": request.app.state.settings.api_key is not None,
+    }
+

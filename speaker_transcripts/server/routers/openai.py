@@ -1,0 +1,175 @@
+"""OpenAI's audio API: ``POST /v1/audio/transcriptions`` and ``/v1/audio/translations``.
+
+OpenAI's multipart form (``file``, ``model``, ``response_format``, ``timestamp_granularities[]``,
+``stream``, ...) with our extensions for diarization and decoding; the answer in the format asked
+for (``openai_format``), or server-sent events as OpenAI streams transcriptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+
+from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.server.errors import status_of
+from speaker_transcripts.server.inference import infer
+from speaker_transcripts.server.middleware import BEARER
+from speaker_transcripts.server.openai_format import (
+    STREAMABLE_FORMATS,
+    TEXT_FORMATS,
+    DiarizedTranscription,
+    Granularity,
+    ResponseFormat,
+    TranscriptionJson,
+    VerboseTranscription,
+    closing_events,
+    delta_event,
+    diarized_json,
+    render_text,
+    return_timestamps_for,
+    verbose_json,
+)
+
+router = APIRouter(dependencies=[Depends(BEARER)])  # documents the scheme; HeaderGate checks the key
+AudioUpload = Annotated[UploadFile, File(description="the audio file (any common container)")]
+
+
+class OpenAIOptions(BaseModel):
+    """The OpenAI audio API's form fields, plus our diarization and decoding extensions."""
+
+    model: str = Field(default="whisper-1", description="accepted for compatibility; the server's ASR_MODEL decodes")
+    prompt: str | None = None
+    response_format: ResponseFormat = "json"
+    temperature: float = Field(default=0.0, ge=0.0, le=1.0, description="only 0 (deterministic decoding) is supported")
+    timestamp_granularities: list[Granularity] = Field(default_factory=list, alias="timestamp_granularities[]")
+    diarize: bool | None = Field(default=None, description="default: diarize when a diarization model is loaded")
+    num_speakers: int | None = None
+    min_speakers: int | None = None
+    max_speakers: int | None = None
+    assisted: bool | None = None
+    stream: bool = Field(default=False, description="answer with server-sent events as the audio is decoded")
+
+
+class TranscriptionOptions(OpenAIOptions):
+    language: str | None = None
+
+openai_responses: dict[int | str, dict[str, Any]] = {
+    200: {"content": {media: {"schema": {"type": "string"}} for media in TEXT_FORMATS.values()}}
+}
+openai_model = TranscriptionJson | VerboseTranscription | DiarizedTranscription
+
+@router.post("/v1/audio/transcriptions", response_model=openai_model, responses=openai_responses)
+async def transcriptions(
+    request: Request,
+    file: AudioUpload,
+    options: Annotated[TranscriptionOptions, Form()],
+) -> Response:
+    """OpenAI-compatible transcription, with speaker labels when diarizing."""
+    return await openai_transcription(request, file, options, "transcribe", options.language)
+
+@router.post("/v1/audio/translations", response_model=openai_model, responses=openai_responses)
+async def translations(
+    request: Request,
+    file: AudioUpload,
+    options: Annotated[OpenAIOptions, Form()],
+) -> Response:
+    """OpenAI-compatible translation into English, with speaker labels when diarizing."""
+    return await openai_transcription(request, file, options, "translate", None)
+
+async def openai_transcription(
+    request: Request,
+    file: UploadFile,
+    options: OpenAIOptions,
+    task: Literal["transcribe", "translate"],
+    language: str | None,
+) -> Response:
+    if options.temperature > 0:
+        raise InvalidRequestError("temperature sampling is not supported: this server decodes deterministically (send 0)")
+    parameters = {
+        "task": task,
+        "language": language,
+        "prompt": options.prompt,
+        "return_timestamps": return_timestamps_for(options.timestamp_granularities),
+        "diarize": True if options.response_format == "diarized_json" else options.diarize,
+        "num_speakers": options.num_speakers,
+        "min_speakers": options.min_speakers,
+        "max_speakers": options.max_speakers,
+        "assisted": options.assisted,
+    }
+    audio = await file.read()
+    data = {"inputs": audio, "parameters": {k: v for k, v in parameters.items() if v is not None}}
+    if options.stream:
+        if options.response_format not in STREAMABLE_FORMATS:
+            raise InvalidRequestError(
+                f"stream=true answers with server-sent events; send response_format {', '.join(STREAMABLE_FORMATS)}, "
+                f"not {options.response_format}"
+            )
+        return await streamed(request, data)
+    result = await infer(request, data)
+    headers = {"X-Model": options.model}
+    if options.response_format in TEXT_FORMATS:
+        media = TEXT_FORMATS[options.response_format]
+        return Response(render_text(result, options.response_format), media_type=f"{media}; charset=utf-8", headers=headers)
+    body: BaseModel
+    if options.response_format == "verbose_json":
+        body = verbose_json(result, task, options.timestamp_granularities)
+    elif options.response_format == "diarized_json":
+        body = diarized_json(result, task)
+    else:
+        body = TranscriptionJson(text=result["text"])
+    return JSONResponse(body.model_dump(exclude_none=True), headers=headers)
+
+
+async def streamed(request: Request, data: dict[str, Any]) -> Response:
+    """Server-sent events as OpenAI streams transcriptions: a ``transcript.text.delta`` per
+    decoded chunk, then the segments (with speakers) and ``transcript.text.done``.
+
+    The response starts with the first chunk, so a request the handler refuses (bad audio
+    or parameters, audio too long, a full queue) still gets its 4xx; a failure after that
+    arrives as an ``error`` event, the only way left to tell the client."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[Any] = asyncio.Queue()
+    work = asyncio.ensure_future(
+        infer(request, data, on_segment=lambda chunk: loop.call_soon_threadsafe(chunks.put_nowait, chunk))
+    )
+    next_chunk = asyncio.ensure_future(chunks.get())
+    await asyncio.wait({work, next_chunk}, return_when=asyncio.FIRST_COMPLETED)
+    if not next_chunk.done() and work.exception() is not None:
+        next_chunk.cancel()
+        raise work.exception()  # answered by the error handlers, as without streaming
+
+    async def events() -> AsyncIterator[str]:
+        waiting = next_chunk
+        first = True
+        while True:  # chunks are queued before the work is marked done, so none is lost
+            done, _ = await asyncio.wait({waiting, work}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting not in done:
+                break
+            yield _server_sent(delta_event(waiting.result(), first))
+            first = False
+            waiting = asyncio.ensure_future(chunks.get())
+        waiting.cancel()
+        while not chunks.empty():
+            yield _server_sent(delta_event(chunks.get_nowait(), first))
+            first = False
+        if work.exception() is not None:
+            status, message = status_of(work.exception())
+            kind = "invalid_request_error" if status < 500 else "server_error"
+            yield _server_sent({"type": "error", "error": {"message": message, "type": kind, "code": status}})
+            return
+        for event in closing_events(work.result()):
+            yield _server_sent(event)
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def _server_sent(event: dict[str, Any]) -> str:
+    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+

@@ -1,0 +1,124 @@
+"""The CLI runs the handler over several files, keeps going past broken ones, writes every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import srt
+
+from speaker_transcripts.cli import transcribe as cli
+
+
+@pytest.fixture
+def audio_files(tmp_path, speech_wav) -> dict[str, Path]:
+    files = {"good": tmp_path / "good.wav", "broken": tmp_path / "broken.wav", "missing": tmp_path / "missing.wav"}
+    files["good"].write_bytes(speech_wav)
+    files["broken"].write_bytes(b"not audio at all")
+    return files
+
+
+def test_json_lines_on_stdout_and_errors_on_stderr(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    status = cli.main([str(audio_files["broken"]), str(audio_files["good"]), str(audio_files["missing"]), "--language", "en"])
+    captured = capsys.readouterr()
+    results = [json.loads(line) for line in captured.out.splitlines()]
+    assert status == cli.EXIT_FILE_FAILED
+    assert [r["file"] for r in results] == [str(audio_files["good"])]
+    assert results[0]["language"] == "en" and results[0]["chunks"] and results[0]["speakers"] == []
+    assert "broken.wav: could not decode" in captured.err and "missing.wav" in captured.err
+
+
+def test_every_format_to_an_output_directory_with_speakers_and_a_plot(tiny_models, tiny_pyannote, audio_files, tmp_path, speech_wav):
+    second = tmp_path / "other" / "good.flac"  # same stem as good.wav: both outputs must survive
+    second.parent.mkdir()
+    second.write_bytes(speech_wav)  # a WAV under a .flac name still decodes: the container is sniffed
+    out = tmp_path / "out"
+    for output_format in ("json", "txt", "srt", "vtt"):
+        status = cli.main([
+            str(audio_files["good"]), str(second), "--format", output_format, "--out", str(out), "--language", "en",
+            "--diarize", "--diarization-model", str(tiny_pyannote), "--asr-model", str(tiny_models["whisper"]),
+            *(["--plot"] if output_format == "json" else []),
+        ])
+        assert status == 0
+    written = sorted(path.name for path in out.iterdir())
+    assert written == sorted(f"good.{name}.{ext}" for name in ("wav", "flac") for ext in ("json", "txt", "srt", "vtt", "png"))
+    result = json.loads((out / "good.wav.json").read_text())
+    assert result["speakers"], "the tiny pyannote pipeline finds speakers in real speech"
+    subtitles = list(srt.parse((out / "good.wav.srt").read_text()))
+    assert len(subtitles) == len([s for s in result["speakers"] if s["text"].strip()])
+    assert subtitles[0].content.startswith(result["speakers"][0]["speaker"] + ": ")
+    assert (out / "good.wav.vtt").read_text().startswith("WEBVTT")
+    assert (out / "good.wav.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_documents_on_stdout_get_a_header_per_file(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    status = cli.main([str(audio_files["good"]), str(audio_files["good"]), "--format", "vtt", "--language", "en"])
+    out = capsys.readouterr().out
+    assert status == 0 and out.count(f"==> {audio_files['good']} <==") == 2 and out.count("WEBVTT") == 2
+
+
+def test_missing_models_are_reported_before_any_file(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    with pytest.raises(SystemExit, match="DIARIZATION_MODEL"):
+        cli.main([str(audio_files["good"]), "--diarize"])
+    with pytest.raises(SystemExit, match="ASSISTANT_MODEL"):
+        cli.main([str(audio_files["good"]), "--assistant"])
+    assert cli.main([str(audio_files["good"]), "--asr-model", str(audio_files["good"].parent / "nowhere")]) == cli.EXIT_NOT_STARTED
+    assert "could not load the models" in capsys.readouterr().err
+    # no Hub here (HF_HUB_OFFLINE=1): one line naming the embedded alternative, in seconds
+    assert cli.main([str(audio_files["good"]), "--asr-model", "openai/whisper-never-cached"]) == cli.EXIT_NOT_STARTED
+    error = capsys.readouterr().err
+    assert error.startswith("could not load the models: ASR_MODEL=openai/whisper-never-cached cannot be fetched")
+    assert "ASR_MODEL=whisper-base" in error and "HF_TOKEN" in error and error.count("\n") == 1
+
+
+def test_assisted_run_and_parameters(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    monkeypatch.setenv("ASSISTANT_MODEL", str(tiny_models["assistant"]))
+    assert cli.main([str(audio_files["good"]), "--assistant", "--timestamps", "word", "--language", "en"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert any("batch_size 24 was reduced to 1" in warning for warning in result["warnings"])
+    arguments = cli.parse_arguments(["x.wav", "--num-speakers", "3", "--prompt", "Names: Ada.", "--long-form", "chunked"])
+    assert cli.request_parameters(arguments) == {
+        "task": "transcribe", "return_timestamps": "segment", "assisted": False, "long_form": "chunked",
+        "prompt": "Names: Ada.", "num_speakers": 3,
+    }
+
+
+def test_subtitle_rules_from_the_command_line(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(audio_files["good"]), "--max-cue-seconds", "9", "--min-cue-seconds", "10"]) == 2
+    assert "unusable subtitle rules" in capsys.readouterr().err
+
+
+def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(monkeypatch, audio_files):
+    """Without settings the CLI asks for the embedded whisper-base and diarization pipeline
+    (captured here rather than loaded); --no-diarize loads no diarization model at all."""
+    from speaker_transcripts.pipeline import transcriber as handler
+    monkeypatch.delenv("DIARIZATION_MODEL", raising=False)
+    built = []
+    monkeypatch.setattr(handler, "Transcriber", lambda settings: built.append(settings))
+    cli.load_handler(cli.parse_arguments([str(audio_files["good"])]))
+    cli.load_handler(cli.parse_arguments([str(audio_files["good"]), "--no-diarize"]))
+    assert (built[0].asr_model, built[0].diarization_model) == ("whisper-base", "pyannote-campplus")
+    assert built[0].warmup is False, "a CLI run has no second request for a warm-up to speed up"
+    assert (built[1].asr_model, built[1].diarization_model) == ("whisper-base", None)
+    assert "diarize" not in cli.request_parameters(cli.parse_arguments([str(audio_files["good"])]))
+
+
+def test_silence_is_reported_on_stderr_not_left_as_an_empty_document(tiny_models, tmp_path, monkeypatch, capsys):
+    import wave
+
+    silent = tmp_path / "silent.wav"
+    with wave.open(str(silent), "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(16000)
+        writer.writeframes(b"\x00\x00" * 16000 * 3)
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(silent), "--format", "srt", "--language", "en"]) == 0
+    captured = capsys.readouterr()
+    assert f"{silent}: no speech detected" in captured.err and captured.out.strip() == ""

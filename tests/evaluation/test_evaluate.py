@@ -1,0 +1,57 @@
+"""The evaluation harness (``speaker-transcripts evaluate``) end to end on tiny models: the harness's plumbing, both diarization sources."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from speaker_transcripts.cli import evaluate
+
+
+@pytest.fixture
+def manifest(tmp_path, speech_wav):
+    (tmp_path / "clip.wav").write_bytes(speech_wav)
+    (tmp_path / "clip.rttm").write_text(
+        "SPEAKER clip 1 0.000 1.400 <NA> <NA> A <NA> <NA>\nSPEAKER clip 1 1.400 1.386 <NA> <NA> B <NA> <NA>\n"
+    )
+    (tmp_path / "clip.json").write_text(json.dumps([
+        {"speaker": "A", "start": 0.0, "end": 1.4, "text": "Go forward"},
+        {"speaker": "B", "start": 1.4, "end": 2.786, "text": "ten meters"},
+    ]))
+    (tmp_path / "manifest.json").write_text(json.dumps([
+        {"audio": "clip.wav", "rttm": "clip.rttm", "transcript": "clip.json", "transcript_format": "turns_json", "kind": "meeting"},
+        {"audio": "clip.wav", "text": "go forward ten meters"},
+    ]))
+    return tmp_path / "manifest.json"
+
+
+@pytest.mark.parametrize("speakers", ["oracle", "model"])
+def test_harness_writes_scores_for_every_entry(manifest, tiny_models, tiny_pyannote, tmp_path, speakers):
+    source = ["--oracle-rttm"] if speakers == "oracle" else ["--diarization-model", str(tiny_pyannote)]
+    out = tmp_path / f"out-{speakers}"
+    arguments = ["--manifest", str(manifest), "--asr-model", str(tiny_models["whisper"]), *source, "--long-form", "chunked"]
+    assert evaluate.main([*arguments, "--out", str(out)]) == 0
+    report = json.loads((out / "results.json").read_text())
+    diarized, plain = report["rows"]
+    for row in report["rows"]:
+        assert row["reference_words"] == 4
+        for mode in ("word", "segment"):
+            # the handler adds nothing to and loses nothing from the bare pipeline's transcript
+            assert row[f"handler_{mode}"]["hypothesis_words"] == row[f"bare_{mode}"]["hypothesis_words"]
+            assert row[f"handler_{mode}"]["wer"] == row[f"bare_{mode}"]["wer"]
+    assert 0.0 <= diarized["handler_word"]["attribution_accuracy"] <= 1.0 and "cpwer" in diarized["handler_segment"]
+    assert "attribution_accuracy" not in plain["handler_word"]
+    table = (out / "results.md").read_text()
+    assert "| handler_word |" in table
+    if speakers == "model":
+        scores = diarized["diarization"]
+        assert {"der", "der_collar_0.25", "missed_detection", "false_alarm", "confusion", "seconds", "speakers"} <= set(scores)
+        assert scores["der"] == pytest.approx(scores["missed_detection"] + scores["false_alarm"] + scores["confusion"], abs=1e-3)
+        assert "der" not in plain["diarization"]  # no reference turns to score against
+        assert set(report["diarization"]) == {"meeting"}  # totals per manifest kind, of the files with turns
+        assert report["diarization"]["meeting"]["der"] == pytest.approx(scores["der"], abs=1e-3)
+        assert "| all meeting |" in table and table.count("| clip.wav |") == 4
+    else:
+        assert "diarization" not in diarized and report["diarization"] is None
+        assert table.count("| clip.wav |") == 2

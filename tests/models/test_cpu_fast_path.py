@@ -1,0 +1,84 @@
+"""The CPU fast path on tiny random Whisper models: what it converts, that the rest of the
+pipeline sees float32 as before, and that it is what DTYPE=auto gives on CPU (not float32)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
+from transformers import WhisperForCausalLM, WhisperForConditionalGeneration
+
+from speaker_transcripts.config import InferenceConfig, ModelSettings
+from speaker_transcripts.models.cpu_fast_path import (
+    BFLOAT16,
+    INT8_DECODER,
+    Bfloat16Projection,
+    bfloat16_supported,
+    speed_up_for_cpu,
+)
+from speaker_transcripts.pipeline.asr import SpeechRecognizer
+from speaker_transcripts.pipeline.audio import decode_file
+
+
+@pytest.fixture
+def whisper(tiny_models) -> WhisperForConditionalGeneration:
+    return WhisperForConditionalGeneration.from_pretrained(tiny_models["whisper"], attn_implementation="sdpa").eval()
+
+
+def features(model: WhisperForConditionalGeneration) -> torch.Tensor:
+    return torch.randn(1, model.config.num_mel_bins, 2 * model.config.max_source_positions, generator=torch.Generator().manual_seed(0))
+
+
+def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_layers_int8(whisper):
+    reference_encoder = whisper.get_encoder()(features(whisper)).last_hidden_state
+    embedding = whisper.get_input_embeddings().weight.detach().clone()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done = speed_up_for_cpu(whisper, bfloat16=True)
+    assert done == [INT8_DECODER, BFLOAT16]
+    assert caught == [], "the deprecation notices of torch.ao are silenced where it is called on purpose"
+    assert isinstance(whisper.proj_out, Bfloat16Projection)
+    layers = [module for name, module in whisper.model.decoder.named_modules() if name]
+    assert not any(isinstance(module, torch.nn.Linear) for module in layers), "every decoder layer's linear map is int8"
+    assert any(isinstance(module, DynamicQuantizedLinear) for module in layers)
+    assert {parameter.dtype for parameter in whisper.get_encoder().parameters()} == {torch.bfloat16}
+    assert torch.equal(whisper.get_input_embeddings().weight, embedding), "the token embedding stays float32, untied"
+    with torch.inference_mode():
+        hidden = whisper.get_encoder()(features(whisper)).last_hidden_state
+        logits = whisper.proj_out(hidden[:, :3])
+    assert hidden.dtype == torch.float32 and torch.allclose(hidden, reference_encoder, atol=0.1)
+    assert logits.dtype == torch.float32
+
+
+def test_without_bfloat16_the_encoder_stays_float32_and_the_projection_is_int8(whisper):
+    assert speed_up_for_cpu(whisper, bfloat16=False) == [INT8_DECODER]
+    assert {parameter.dtype for parameter in whisper.get_encoder().parameters()} == {torch.float32}
+    assert isinstance(whisper.proj_out, DynamicQuantizedLinear)
+
+
+def test_a_decoder_only_assistant_is_quantised_whole(tiny_models):
+    assistant = WhisperForCausalLM.from_pretrained(tiny_models["assistant_causal"]).eval()
+    assert speed_up_for_cpu(assistant, bfloat16=False) == [INT8_DECODER]
+    assert not any(isinstance(m, torch.nn.Linear) for m in assistant.modules())
+
+
+@pytest.mark.parametrize(("dtype", "precision"), [("auto", INT8_DECODER), ("float32", "float32")])
+def test_dtype_auto_on_cpu_takes_the_fast_path_and_float32_keeps_the_plain_model(tiny_models, dtype, precision, speech_wav):
+    recognizer = SpeechRecognizer(ModelSettings(asr_model=str(tiny_models["whisper"]), dtype=dtype, device="cpu"))
+    assert recognizer.precision.startswith(precision)
+    assert (BFLOAT16 in recognizer.precision) == (dtype == "auto" and bfloat16_supported())
+    speech = decode_file(speech_wav)
+    transcript = recognizer.transcribe(speech.samples, InferenceConfig(return_timestamps="word"), speech.duration)
+    assert transcript.chunks and all(0.0 <= chunk.start <= chunk.end for chunk in transcript.chunks)
+
+
+def test_assisted_decoding_runs_on_the_fast_path_with_both_models_sped_up(tiny_models, speech_wav):
+    settings = ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]), device="cpu")
+    recognizer = SpeechRecognizer(settings)
+    assert isinstance(recognizer.assistant.proj_out, (DynamicQuantizedLinear, Bfloat16Projection))
+    speech = decode_file(speech_wav)
+    config = InferenceConfig(assisted=True, batch_size=1, language="en")
+    assisted = recognizer.transcribe(speech.samples, config, speech.duration)
+    assert assisted.chunks and all(0.0 <= chunk.start <= chunk.end <= speech.duration + 0.01 for chunk in assisted.chunks)

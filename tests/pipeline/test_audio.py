@@ -1,0 +1,178 @@
+"""Every input form and container decodes to 16 kHz mono; bad input gets a clear error."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import av
+import numpy as np
+import pytest
+from audio_files import float_wav, pcm_wav
+
+from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file, decode_inputs, from_array
+
+SPEECH_SECONDS = 2.786  # tests/data/goforward.wav
+
+
+def tone(seconds: float, rate: int, channels: int = 1, frequency: float = 440.0) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    mono = 0.5 * np.sin(2 * np.pi * frequency * t)
+    return np.tile(mono, (channels, 1)).astype(np.float32)
+
+
+def encode(samples: np.ndarray, rate: int, container: str, codec: str) -> bytes:
+    """Encode with FFmpeg (through PyAV) into a real file of the given container."""
+    layout = "mono" if samples.shape[0] == 1 else "stereo"
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format=container) as output:
+        stream = output.add_stream(codec, rate=rate, layout=layout)
+        sample_format = stream.codec_context.codec.audio_formats[0].name
+        frame = av.AudioFrame.from_ndarray(samples, format="fltp", layout=layout)  # planar: channels x samples
+        frame.sample_rate = rate
+        resampler = av.AudioResampler(format=sample_format, layout=layout, rate=rate)
+        for piece in resampler.resample(frame):
+            for packet in stream.encode(piece):
+                output.mux(packet)
+        for packet in stream.encode(None):
+            output.mux(packet)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("container", "codec", "rate"),
+    [("flac", "flac", 44100), ("mp3", "libmp3lame", 44100), ("ogg", "libopus", 48000),
+     ("wav", "pcm_s24le", 22050), ("ipod", "aac", 32000), ("webm", "libopus", 48000)],
+)
+def test_containers_decode_to_16k_mono(container, codec, rate):
+    decoded = decode_file(encode(tone(2.0, rate, channels=2), rate, container, codec))
+    assert decoded.samples.dtype == np.float32 and decoded.samples.ndim == 1
+    assert decoded.duration == pytest.approx(2.0, abs=0.1)
+    spectrum = np.abs(np.fft.rfft(decoded.samples[: SAMPLING_RATE]))
+    assert np.argmax(spectrum) == pytest.approx(440, abs=3)  # same pitch: resampled, not just relabelled
+
+
+@pytest.mark.parametrize("rate", [8000, 16000, 44100, 48000])
+@pytest.mark.parametrize("channels", [1, 2, 6, 9, 32, 64])
+def test_any_rate_and_channel_count_at_the_same_level(rate, channels):
+    """Channels are averaged with equal weights: FFmpeg's downmix refused 9, 32 and 64 channels
+    and clipped 8 (a 0.24 sine came out at 1.08)."""
+    decoded = decode_file(pcm_wav(tone(1.5, rate, channels), rate))
+    assert decoded.duration == pytest.approx(1.5, abs=0.01)
+    assert np.abs(decoded.samples).max() == pytest.approx(0.5, abs=0.02)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_files_with_nan_or_infinite_samples_are_refused_like_arrays(bad):
+    samples = tone(1.0, 16000)[0]
+    assert decode_file(float_wav(samples, 16000)).duration == pytest.approx(1.0)
+    samples[8000] = bad
+    with pytest.raises(InvalidRequestError, match="NaN or infinite"):
+        decode_file(float_wav(samples, 16000))
+
+
+def test_array_duration_is_checked_before_resampling(monkeypatch):
+    from speaker_transcripts.pipeline import audio
+    monkeypatch.setattr(audio, "_resample", lambda *_: pytest.fail("resampled audio that is over the limit"))
+    with pytest.raises(AudioTooLongError, match="2400.0 s"):
+        decode_inputs({"array": np.zeros(2_400_000, dtype=np.float32), "sampling_rate": 1000}, max_seconds=120)
+
+
+def test_an_integer_beyond_float_range_is_a_clear_error():
+    with pytest.raises(InvalidRequestError, match="only numbers"):
+        decode_inputs({"array": [0, 10**400, 0], "sampling_rate": 16000})
+
+
+def test_real_speech_file(speech_wav):
+    assert decode_file(speech_wav).duration == pytest.approx(SPEECH_SECONDS, abs=0.01)
+
+
+def test_base64_string_with_and_without_data_url(speech_wav):
+    encoded = base64.b64encode(speech_wav).decode()
+    plain = decode_inputs(encoded)
+    with_prefix = decode_inputs("data:audio/wav;base64," + encoded)
+    urlsafe = decode_inputs(base64.urlsafe_b64encode(speech_wav).decode().rstrip("="))
+    assert np.array_equal(plain.samples, with_prefix.samples) and np.array_equal(plain.samples, urlsafe.samples)
+
+
+def test_raw_bytes_and_base64_text_bytes(speech_wav):
+    assert decode_inputs(speech_wav).duration == pytest.approx(SPEECH_SECONDS, abs=0.01)
+    assert decode_inputs(base64.b64encode(speech_wav)).duration == pytest.approx(SPEECH_SECONDS, abs=0.01)
+
+
+def test_decoded_array_with_its_rate():
+    decoded = decode_inputs({"array": tone(1.0, 44100)[0].tolist(), "sampling_rate": 44100})
+    assert decoded.duration == pytest.approx(1.0, abs=0.01)
+    assert decode_inputs(tone(1.0, 8000)[0], sampling_rate=8000).duration == pytest.approx(1.0, abs=0.01)
+    assert decode_inputs(tone(1.0, 16000, channels=2)).duration == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ("this is not base64 !!!", "not valid base64"),
+        ("", "empty string"),
+        (b"", "empty"),
+        (base64.b64encode(b"just some text, not audio at all").decode(), "could not decode|no audio stream"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 200, "could not decode|no audio stream"),
+        (b"PK\x03\x04" + b"\x00" * 200, "could not decode|no audio stream"),
+        (12345, "must be base64"),
+        ({"sampling_rate": 16000}, "needs an 'array'"),
+        ({"array": [], "sampling_rate": 16000}, "empty"),
+        ({"array": ["a", "b"], "sampling_rate": 16000}, "only numbers"),
+        ({"array": [0.0, float("nan")], "sampling_rate": 16000}, "NaN"),
+        ({"array": [0.0] * 100, "sampling_rate": "fast"}, "sampling_rate"),
+    ],
+)
+def test_bad_inputs_raise_one_clear_error(inputs, message):
+    with pytest.raises(InvalidRequestError, match=message):
+        decode_inputs(inputs)
+
+
+def test_truncated_wav_is_refused(speech_wav):
+    with pytest.raises(InvalidRequestError, match="truncated"):
+        decode_file(speech_wav[: len(speech_wav) // 2])
+
+
+def test_wav_header_without_frames_is_refused():
+    with pytest.raises(InvalidRequestError, match="no audio samples"):
+        decode_file(pcm_wav(np.zeros((1, 0), dtype=np.float32), 16000))
+
+
+def test_truncated_mp3_is_refused():
+    mp3 = encode(tone(4.0, 44100), 44100, "mp3", "libmp3lame")
+    with pytest.raises(InvalidRequestError, match="truncated|could not decode"):
+        decode_file(mp3[: len(mp3) // 3])
+
+
+def test_invalid_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        from_array([0.0] * 10, 5)
+
+
+def test_audio_over_the_duration_limit_is_refused_in_every_form(speech_wav):
+    samples = decode_file(speech_wav).samples
+    for inputs in (speech_wav, base64.b64encode(speech_wav).decode(), {"array": samples.tolist(), "sampling_rate": 16000}):
+        with pytest.raises(AudioTooLongError, match="limit of 2 s"):
+            decode_inputs(inputs, max_seconds=2)
+    assert decode_inputs(speech_wav, max_seconds=3).duration == pytest.approx(SPEECH_SECONDS, abs=0.01)
+
+
+def test_duration_limit_holds_when_the_header_understates_the_length():
+    """A streamed WAV header (size 0xFFFFFFFF) promises nothing; decoding stops at the limit."""
+    data = bytearray(pcm_wav(tone(10.0, 16000), 16000))
+    data[40:44] = (0xFFFFFFFF).to_bytes(4, "little")
+    with pytest.raises(AudioTooLongError, match="limit of 4 s"):
+        decode_file(bytes(data), max_seconds=4)
+
+
+def test_too_long_is_an_invalid_request():
+    assert issubclass(AudioTooLongError, InvalidRequestError)
+
+
+def test_a_few_samples_at_another_rate_are_refused_not_returned_empty():
+    """Found by tests/test_fuzz.py: one sample at 48 kHz resamples to nothing."""
+    for rate in (1000, 48000, 384000):
+        with pytest.raises(InvalidRequestError, match="too short to resample"):
+            decode_inputs({"array": [0.5], "sampling_rate": rate})

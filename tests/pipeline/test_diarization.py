@@ -1,0 +1,232 @@
+"""The ASR<->speaker merge on hand-built turns, and reading pyannote's outputs."""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from types import SimpleNamespace
+
+import pytest
+from pyannote.core import Annotation, Segment
+
+from speaker_transcripts.pipeline.diarization import (
+    UNKNOWN_SPEAKER,
+    Turn,
+    assign_speakers,
+    diarize,
+    group_by_speaker,
+    speaker_for,
+    turns_from_output,
+    word_speakers,
+)
+from speaker_transcripts.pipeline.transcript import Chunk
+
+A1, B1, A2 = Turn("A", 0.0, 4.0), Turn("B", 4.0, 8.0), Turn("A", 8.0, 12.0)
+
+
+def words(*spans):
+    return [Chunk(f" w{index}", start, end) for index, (start, end) in enumerate(spans)]
+
+
+def squash(text):
+    return re.sub(r"\s+", "", text)
+
+
+def assert_nothing_lost(chunks, segments):
+    assert squash("".join(s.text for s in segments)) == squash("".join(c.text for c in chunks))
+
+
+def test_chunks_go_to_the_speaker_they_overlap_most():
+    chunks = words((0.0, 3.0), (3.5, 6.0), (6.5, 11.0))
+    segments = assign_speakers(chunks, [A1, B1, A2])
+    assert [(s.speaker, s.text) for s in segments] == [("A", "w0"), ("B", "w1"), ("A", "w2")]
+
+
+def test_boundary_chunk_goes_to_the_majority_speaker():
+    # 1.0 s of A against 3.9 s of B; and 3.0 s of A against 0.5 s of B.
+    assert speaker_for(3.0, 7.9, [A1, B1, A2]) == "B"
+    assert speaker_for(1.0, 4.5, [A1, B1, A2]) == "A"
+
+
+def test_word_level_chunks_split_exactly_at_the_speaker_change():
+    chunks = words((3.0, 3.5), (3.6, 3.9), (4.1, 4.4), (4.5, 5.0))
+    segments = assign_speakers(chunks, [A1, B1])
+    assert [(s.speaker, s.text, s.start, s.end) for s in segments] == [("A", "w0 w1", 3.0, 3.9), ("B", "w2 w3", 4.1, 5.0)]
+
+
+def test_consecutive_chunks_of_one_speaker_are_joined():
+    chunks = words((0.0, 1.0), (1.0, 2.0), (2.0, 3.0))
+    segments = assign_speakers(chunks, [A1])
+    assert len(segments) == 1 and segments[0].text == "w0 w1 w2" and (segments[0].start, segments[0].end) == (0.0, 3.0)
+
+
+def test_text_in_a_gap_goes_to_the_nearest_speaker():
+    turns = [Turn("A", 0.0, 2.0), Turn("B", 6.0, 8.0)]
+    assert speaker_for(2.5, 3.0, turns) == "A"
+    assert speaker_for(5.0, 5.5, turns) == "B"
+
+
+def test_text_after_the_last_turn_is_kept_not_dropped():
+    chunks = words((0.0, 3.0), (4.0, 7.0), (12.5, 14.0), (14.0, 15.0))
+    segments = assign_speakers(chunks, [A1, B1, A2])
+    assert segments[-1].speaker == "A" and segments[-1].text == "w2 w3"
+    assert_nothing_lost(chunks, segments)
+
+
+def test_text_before_the_first_turn_is_kept():
+    segments = assign_speakers(words((0.0, 0.5), (1.2, 3.0)), [Turn("B", 1.0, 3.0)])
+    assert [(s.speaker, s.text) for s in segments] == [("B", "w0 w1")]
+
+
+def test_a_long_monologue_reads_as_its_sentences():
+    sentences = [Chunk(f" Sentence {n}.", n * 4.0, n * 4.0 + 3.8) for n in range(10)]  # 40 s of one speaker
+    segments = assign_speakers(sentences, [Turn("A", 0.0, 40.0)])
+    assert [s.text for s in segments] == [f"Sentence {n}." for n in range(10)]
+    assert {s.speaker for s in segments} == {"A"}
+
+
+def test_overlapping_turns_are_resolved_deterministically():
+    overlapping = [Turn("A", 0.0, 5.0), Turn("B", 3.0, 8.0)]
+    assert speaker_for(3.0, 5.0, overlapping) == "A"  # equal overlap: the earlier-starting speaker
+    assert speaker_for(3.0, 5.0, list(reversed(overlapping))) == "A"
+    assert speaker_for(4.0, 7.0, overlapping) == "B"
+
+
+def test_equal_overlap_equal_start_breaks_ties_by_label():
+    assert speaker_for(0.0, 1.0, [Turn("SPEAKER_01", 0, 2), Turn("SPEAKER_00", 0, 2)]) == "SPEAKER_00"
+
+
+def test_zero_length_chunk_inside_a_turn():
+    assert speaker_for(5.0, 5.0, [A1, B1, A2]) == "B"
+
+
+def test_no_turns_keeps_text_under_unknown():
+    chunks = words((0.0, 1.0), (1.0, 2.0))
+    segments = assign_speakers(chunks, [])
+    assert [(s.speaker, s.text) for s in segments] == [(UNKNOWN_SPEAKER, "w0 w1")]
+
+
+def test_no_speech_gives_no_segments():
+    assert assign_speakers([], [A1]) == []
+    assert assign_speakers([Chunk("  ", 0.0, 1.0)], [A1]) == []
+
+
+def test_blank_chunks_do_not_split_a_speaker():
+    chunks = [Chunk(" one", 0.0, 1.0), Chunk(" ", 5.0, 5.5), Chunk(" two", 1.0, 2.0)]
+    assert [(s.speaker, s.text) for s in assign_speakers(chunks, [A1, B1])] == [("A", "one two")]
+
+
+def test_every_word_kept_once_on_a_busy_conversation():
+    turns = [Turn("A" if i % 2 else "B", i * 0.7, i * 0.7 + 1.0) for i in range(40)]  # overlapping turns
+    chunks = words(*[(i * 0.3, i * 0.3 + 0.25) for i in range(100)])
+    segments = assign_speakers(chunks, turns)
+    assert_nothing_lost(chunks, segments)
+    assert all(s.start <= s.end for s in segments)
+    assert all(a.speaker != b.speaker for a, b in pairwise(segments))
+
+
+def _annotation():
+    annotation = Annotation()
+    annotation[Segment(4.0, 8.0)] = "SPEAKER_01"
+    annotation[Segment(0.0, 4.5)] = "SPEAKER_00"
+    return annotation
+
+
+def test_turns_from_annotation_sorted_by_time():
+    assert turns_from_output(_annotation()) == [Turn("SPEAKER_00", 0.0, 4.5), Turn("SPEAKER_01", 4.0, 8.0)]
+
+
+def test_turns_from_diarize_output_prefer_exclusive():
+    exclusive = Annotation()
+    exclusive[Segment(0.0, 4.0)] = "SPEAKER_00"
+    output = SimpleNamespace(speaker_diarization=_annotation(), exclusive_speaker_diarization=exclusive)
+    assert turns_from_output(output) == [Turn("SPEAKER_00", 0.0, 4.0)]
+    assert turns_from_output(SimpleNamespace(speaker_diarization=_annotation()))[1].speaker == "SPEAKER_01"
+
+
+def test_turns_from_diarize_output_can_keep_overlap_for_scoring():
+    exclusive = Annotation()
+    exclusive[Segment(0.0, 4.0)] = "SPEAKER_00"
+    output = SimpleNamespace(speaker_diarization=_annotation(), exclusive_speaker_diarization=exclusive)
+    assert turns_from_output(output, exclusive=False) == [Turn("SPEAKER_00", 0.0, 4.5), Turn("SPEAKER_01", 4.0, 8.0)]
+
+
+def test_diarize_drops_slivers_too_short_for_a_word():
+    """The sample conversation's case: 0.13 s of the previous speaker at the start of a turn."""
+    import numpy as np
+
+    def pipeline(audio, **hints):
+        annotation = Annotation()
+        annotation[Segment(4.0, 10.6)] = "B"
+        annotation[Segment(12.33, 12.47)] = "B"
+        annotation[Segment(12.47, 14.0)] = "A"
+        annotation[Segment(0.5, 0.75)] = "A"  # a quarter second: a short word, kept
+        return annotation
+
+    turns = diarize(pipeline, np.zeros(16000, dtype=np.float32), 16000, {})
+    assert turns == [Turn("A", 0.5, 0.75), Turn("B", 4.0, 10.6), Turn("A", 12.47, 14.0)]
+
+
+def test_diarize_numbers_pyannote_speakers_in_order_of_appearance():
+    import numpy as np
+
+    def pipeline(labels):
+        def run(audio, **hints):
+            annotation = Annotation()
+            for index, label in enumerate(labels):
+                annotation[Segment(index, index + 0.9)] = label
+            return annotation
+
+        return run
+
+    silence = np.zeros(16000, dtype=np.float32)
+    renumbered = diarize(pipeline(["SPEAKER_01", "SPEAKER_02", "SPEAKER_00", "SPEAKER_01"]), silence, 16000, {})
+    assert [turn.speaker for turn in renumbered] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02", "SPEAKER_00"]
+    named = diarize(pipeline(["BOB", "ALICE"]), silence, 16000, {})
+    assert [turn.speaker for turn in named] == ["BOB", "ALICE"]
+
+
+def test_unexpected_pipeline_output_is_named():
+    with pytest.raises(TypeError, match="expected a pyannote Annotation"):
+        turns_from_output([("A", 0, 1)])
+
+
+def said(*spec):
+    """Words with text and times: said((" Hello", 0, 0.4), ...)."""
+    return [Chunk(text, start, end) for text, start, end in spec]
+
+
+# Two turns overlapping from 11.0 to 11.9: A's ends, B's starts (as in the dev overlap conversation).
+A_TALKS, B_INTERRUPTS = Turn("A", 7.0, 11.9), Turn("B", 11.0, 12.5)
+
+
+def test_words_inside_an_overlap_change_speaker_at_the_sentence_end():
+    spoken = said((" it", 10.5, 10.8), (" loads.", 10.8, 11.1), (" Oh,", 11.12, 11.3), (" that", 11.3, 11.5),
+                  (" is", 11.5, 11.6), (" good", 11.8, 12.0), (" news.", 12.0, 12.4))
+    assert word_speakers(spoken, [A_TALKS, B_INTERRUPTS]) == ["A", "A", "B", "B", "B", "B", "B"]
+    # word by word, max overlap cannot tell: " Oh," " that" " is" lie wholly in both turns
+    assert [speaker_for(w.start, w.end, [A_TALKS, B_INTERRUPTS]) for w in spoken][2:5] == ["A", "A", "A"]
+
+
+def test_clear_time_evidence_beats_the_sentence_prior():
+    # no punctuation, no pause, but the turns do not overlap: the change follows the times
+    spoken = said((" one", 3.0, 3.5), (" two", 3.5, 3.9), (" three", 4.1, 4.6), (" four", 4.6, 5.0))
+    assert word_speakers(spoken, [A1, B1]) == ["A", "A", "B", "B"]
+    # a one-word interjection between two turns of another speaker keeps its own speaker
+    yes = said((" so", 1.0, 1.5), (" yes", 2.05, 2.35), (" then", 2.5, 3.0))
+    assert word_speakers(yes, [Turn("A", 0.0, 2.0), Turn("B", 2.0, 2.4), Turn("A", 2.4, 4.0)]) == ["A", "B", "A"]
+
+
+def test_word_speakers_gaps_one_speaker_and_nothing():
+    gap_word = said((" early", 0.0, 0.2), (" late", 20.0, 20.5))
+    assert word_speakers(gap_word, [Turn("A", 1.0, 2.0), Turn("B", 15.0, 18.0)]) == ["A", "B"]
+    assert word_speakers(said((" solo", 0.0, 0.5), (" talk.", 0.5, 1.0)), [Turn("S", 0.0, 1.0)]) == ["S", "S"]
+    assert word_speakers(said((" who", 0.0, 0.5)), []) == [UNKNOWN_SPEAKER]
+    assert word_speakers([], [A1]) == []
+
+
+def test_group_by_speaker_keeps_every_word_once():
+    spoken = said((" a", 0, 1), (" ", 1, 1), (" b", 1, 2), (" c", 2, 3))
+    segments = group_by_speaker(spoken, ["X", "Y", "X", "Y"])
+    assert [(s.speaker, s.text) for s in segments] == [("X", "a b"), ("Y", "c")]
+    assert_nothing_lost(spoken, segments)

@@ -1,0 +1,53 @@
+"""The speech gate lets real speech through and stops silence and noise before Whisper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.speech_gate import SpeechGate
+
+
+@pytest.fixture(scope="module")
+def gate():
+    return SpeechGate()
+
+
+def test_real_speech_passes(gate, speech_wav):
+    assert gate.contains_speech(decode_file(speech_wav).samples)
+
+
+def test_speech_after_a_long_silence_is_found(gate, speech_wav):
+    speech = decode_file(speech_wav).samples
+    assert gate.contains_speech(np.concatenate([np.zeros(16000 * 45, dtype=np.float32), speech]))
+
+
+@pytest.mark.parametrize("seconds", [0.05, 5.0, 65.0])
+def test_silence_is_stopped(gate, seconds):
+    assert not gate.contains_speech(np.zeros(int(16000 * seconds), dtype=np.float32))
+
+
+def test_white_and_pink_noise_are_stopped(gate):
+    rng = np.random.default_rng(1)
+    white = rng.standard_normal(16000 * 10)
+    spectrum = np.fft.rfft(rng.standard_normal(16000 * 10))
+    pink = np.fft.irfft(spectrum / np.sqrt(np.arange(1, len(spectrum) + 1)), n=16000 * 10)
+    for noise in (white, pink):
+        assert not gate.contains_speech((0.3 * noise / np.abs(noise).max()).astype(np.float32))
+
+
+def test_loading_the_gate_keeps_torch_threads():
+    """silero_vad sets torch to one thread on import; the gate must not let that slow Whisper down.
+    A fresh interpreter, because the import happens once per process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import numpy, torch; torch.set_num_threads(2); from speaker_transcripts.pipeline.speech_gate import SpeechGate; "
+        "SpeechGate().contains_speech(numpy.zeros(16000, dtype=numpy.float32)); print(torch.get_num_threads())"
+    )
+    root = Path(__file__).resolve().parents[2]
+    completed = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert completed.stdout.strip().splitlines()[-1] == "2"
