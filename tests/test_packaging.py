@@ -52,7 +52,7 @@ def test_the_installed_wheel_transcribes_the_sample_from_outside_the_clone(wheel
     command runs from another directory, on the embedded models, with speakers."""
     prefix = tmp_path / "prefix"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--prefix", str(prefix), str(wheel)],
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q", "--prefix", str(prefix), str(wheel)],
         check=True, capture_output=True, text=True, timeout=300,
     )
     (site_packages,) = prefix.glob("lib/python*/site-packages")
