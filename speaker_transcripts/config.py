@@ -133,6 +133,9 @@ class ServerSettings(BaseSettings):
     body_idle_timeout_s: float = Field(default=30.0, gt=0)
     body_timeout_s: float = Field(default=600.0, gt=0)
     max_connections: int = Field(default=256, ge=1)
+    # A client that stops reading its answer: its connection is dropped once writing to it has
+    # stalled this long (the answer, and the connection, are not held for it).
+    write_timeout_s: float = Field(default=30.0, gt=0)
 
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod
@@ -238,6 +241,9 @@ class ResolvedRequest:
     warnings: list[str]
 
 
+MAX_UNKNOWN_NAMED = 10  # unknown parameters named one by one in the warnings; the rest are counted
+
+
 def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
     """Validate raw ``parameters``; unknown keys are ignored and reported as warnings."""
     if parameters is None:
@@ -247,7 +253,10 @@ def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
             f"'parameters' must be a JSON object, got {type(parameters).__name__}"
         )
     known = InferenceConfig.model_fields
-    warnings = [f"unknown parameter {shown(name)} was ignored" for name in parameters if name not in known]
+    unknown = [name for name in parameters if name not in known]
+    warnings = [f"unknown parameter {shown(name)} was ignored" for name in unknown[:MAX_UNKNOWN_NAMED]]
+    if len(unknown) > MAX_UNKNOWN_NAMED:  # 300,000 unknown keys made a 17-MB answer of warnings
+        warnings.append(f"{len(unknown) - MAX_UNKNOWN_NAMED} more unknown parameters were ignored")
     try:
         config = InferenceConfig.model_validate(dict(parameters))
     except ValidationError as error:

@@ -15,10 +15,12 @@ from speaker_transcripts.server.connection_guard import guarded_config
 
 
 @contextmanager
-def serving(app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0) -> Iterator[str]:
+def serving(
+    app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0, log_level: str = "warning"
+) -> Iterator[str]:
     """Run ``app`` under Uvicorn as ``speaker-transcripts serve`` does (connection guard from ``settings``)
     on a free port; yield its base URL; stop it afterwards."""
-    config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level=log_level, lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from speaker_transcripts.models.registry import REGISTRY, EmbeddedModelError, cache_dir, is_pulled, pull
+from speaker_transcripts.models.registry import REGISTRY, EmbeddedModelError, cache_dir, damage, is_pulled, pull
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,8 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.command == "list":
         print(f"cache: {cache_dir()}")
         for model in REGISTRY.values():
-            state = "pulled" if is_pulled(model.name) else "not pulled"
+            problem = damage(model.name) if is_pulled(model.name) else None
+            state = "not pulled" if not is_pulled(model.name) else "damaged" if problem else "pulled"
             print(f"{model.name:20s} {model.kind:12s} {state:11s} {model.summary}; {model.licence}")
+            if problem:
+                print(f"{'':20s} {problem}: `speaker-transcripts models pull {model.name}` pulls it again")
         return 0
     try:
         for name in arguments.names:

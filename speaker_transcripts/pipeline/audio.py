@@ -13,7 +13,7 @@ import base64
 import binascii
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -21,9 +21,17 @@ from typing import Any
 import av
 import numpy as np
 
-from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, shown
+from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, RequestAbandoned, shown
 
 SAMPLING_RATE = 16000
+# Rates a real recording has. A header declaring 2 Hz turns each sample into 8000 at 16 kHz: a
+# few dozen bytes would resample to hours of audio (gigabytes) before any limit is reached.
+MIN_SAMPLING_RATE, MAX_SAMPLING_RATE = 1000, 384000
+# Opening a container decodes a frame of every stream to learn its parameters (FFmpeg's
+# find_stream_info), video included: a 2-MB file with four large still images cost 8 s and
+# 1.7 GB before its audio was even chosen. Audio decoders ignore this limit; image decoders
+# refuse at once, and video is never used here.
+_OPEN_OPTIONS = {"max_pixels": "1"}
 # A container whose header promises this much more than could be decoded was cut short.
 TRUNCATION_TOLERANCE_S = 0.5
 TRUNCATION_TOLERANCE_RATIO = 0.05
@@ -42,18 +50,24 @@ class DecodedAudio:
         return len(self.samples) / SAMPLING_RATE
 
 
-def decode_inputs(inputs: Any, sampling_rate: int = SAMPLING_RATE, max_seconds: float | None = None) -> DecodedAudio:
+def decode_inputs(
+    inputs: Any,
+    sampling_rate: int = SAMPLING_RATE,
+    max_seconds: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> DecodedAudio:
     """Decode the ``inputs`` of a request.
 
     Accepted: a base64 string (optionally a ``data:audio/...;base64,`` URL), raw file bytes
     (what Inference Endpoints passes for an ``audio/*`` body), a ``{"array"|"raw": samples,
     "sampling_rate": rate}`` dict, or a bare array/list of samples at ``sampling_rate``.
-    Audio longer than ``max_seconds`` raises ``AudioTooLongError`` before it is all decoded.
+    Audio longer than ``max_seconds`` raises ``AudioTooLongError`` before it is all decoded;
+    ``should_stop`` saying yes (the request was abandoned) ends file decoding at the next frame.
     """
     if isinstance(inputs, str):
-        return decode_file(_from_base64(inputs), max_seconds)
+        return decode_file(_from_base64(inputs), max_seconds, should_stop)
     if isinstance(inputs, (bytes, bytearray, memoryview)):
-        return decode_file(bytes(inputs), max_seconds)
+        return decode_file(bytes(inputs), max_seconds, should_stop)
     if isinstance(inputs, Mapping):
         samples = inputs.get("array", inputs.get("raw"))
         if samples is None:
@@ -66,18 +80,18 @@ def decode_inputs(inputs: Any, sampling_rate: int = SAMPLING_RATE, max_seconds: 
     )
 
 
-def decode_file(data: bytes, max_seconds: float | None = None) -> DecodedAudio:
+def decode_file(data: bytes, max_seconds: float | None = None, should_stop: Callable[[], bool] | None = None) -> DecodedAudio:
     """Decode an audio file in any container FFmpeg knows."""
     if not data:
         raise InvalidRequestError("the audio is empty (0 bytes)")
     try:
-        return _decode_container(data, max_seconds)
+        return _decode_container(data, max_seconds, should_stop)
     except AudioTooLongError:
         raise
     except InvalidRequestError:
         if _BASE64_ALPHABET.match(data[:4096]):  # a base64 text body sent as raw bytes
             try:
-                return _decode_container(_from_base64(data.decode("ascii")), max_seconds)
+                return _decode_container(_from_base64(data.decode("ascii")), max_seconds, should_stop)
             except AudioTooLongError:
                 raise
             except (InvalidRequestError, UnicodeDecodeError):
@@ -103,8 +117,10 @@ def from_array(samples: Any, sampling_rate: Any, max_seconds: float | None = Non
     The duration limit is checked on the sample count and rate, before resampling: 2.4 M samples
     at 1 kHz are 40 min at 16 kHz, and resampling them first cost 1 GB only to refuse them.
     """
-    if not isinstance(sampling_rate, int) or isinstance(sampling_rate, bool) or not 1000 <= sampling_rate <= 384000:
-        raise InvalidRequestError(f"sampling_rate must be an integer between 1000 and 384000 Hz, got {shown(sampling_rate)}")
+    if not isinstance(sampling_rate, int) or isinstance(sampling_rate, bool) or not _plausible_rate(sampling_rate):
+        raise InvalidRequestError(
+            f"sampling_rate must be an integer between {MIN_SAMPLING_RATE} and {MAX_SAMPLING_RATE} Hz, got {shown(sampling_rate)}"
+        )
     try:
         array = np.asarray(samples, dtype=np.float32)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an integer too large for any float
@@ -141,17 +157,30 @@ def _from_base64(text: str) -> bytes:
         ) from None
 
 
-def _decode_container(data: bytes, max_seconds: float | None = None) -> DecodedAudio:
+def _plausible_rate(rate: int) -> bool:
+    return MIN_SAMPLING_RATE <= rate <= MAX_SAMPLING_RATE
+
+
+def _implausible_rate(rate: int) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"the audio declares a sample rate of {rate} Hz; real recordings use {MIN_SAMPLING_RATE}-{MAX_SAMPLING_RATE} Hz "
+        "(is the file damaged?)"
+    )
+
+
+def _decode_container(data: bytes, max_seconds: float | None = None, should_stop: Callable[[], bool] | None = None) -> DecodedAudio:
     _check_wav_complete(data)
     try:
-        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore", options=_OPEN_OPTIONS) as container:
             stream = next((s for s in container.streams if s.type == "audio"), None)
             if stream is None:
                 raise InvalidRequestError("the file holds no audio stream; send an audio file (wav, flac, mp3, ogg, opus, m4a, webm)")
+            if not _plausible_rate(stream.sample_rate or 0):
+                raise _implausible_rate(stream.sample_rate or 0)
             declared = _declared_duration(container, stream)
             if max_seconds is not None and declared is not None and declared > max_seconds:
                 raise _too_long(declared, max_seconds)
-            samples = _resampled(container.decode(stream), max_seconds)
+            samples = _resampled(container.decode(stream), max_seconds, should_stop)
     except av.error.FFmpegError as error:
         raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
     if samples.size == 0:
@@ -166,16 +195,30 @@ def _decode_container(data: bytes, max_seconds: float | None = None) -> DecodedA
     return DecodedAudio(samples)
 
 
-def _resampled(frames: Iterable[av.AudioFrame | None], max_seconds: float | None = None) -> np.ndarray:
+def _resampled(
+    frames: Iterable[av.AudioFrame | None],
+    max_seconds: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> np.ndarray:
     """16 kHz mono float32 from frames of any rate and layout (libswresample, flushed at the end).
 
-    Stops as soon as the audio passes ``max_seconds``: a header can understate the length, and
-    decoding hours of audio only to refuse it would spend the memory the limit protects.
+    Each frame's rate and length are checked *before* it is resampled: a header can understate
+    the length or change the rate mid-stream, and one frame at a few Hz would resample to hours,
+    so the audio is refused as soon as its source samples pass ``max_seconds``, and again on the
+    output side. ``should_stop`` is asked at every frame.
     """
     resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
     limit = None if max_seconds is None else int(max_seconds * SAMPLING_RATE)
-    pieces, total = [], 0
+    pieces, total, source_seconds = [], 0, 0.0
     for frame in chain(frames, [None]):
+        if frame is not None:
+            if should_stop is not None and should_stop():
+                raise RequestAbandoned("the request was abandoned while its audio was decoded")
+            if not _plausible_rate(frame.sample_rate):
+                raise _implausible_rate(frame.sample_rate)
+            source_seconds += frame.samples / frame.sample_rate
+            if max_seconds is not None and source_seconds > max_seconds:
+                raise _too_long(source_seconds, max_seconds)
         for out in resampler.resample(_mono(frame) if frame is not None else None):
             pieces.append(out.to_ndarray().reshape(-1))
             total += len(pieces[-1])

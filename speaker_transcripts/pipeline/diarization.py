@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from speaker_transcripts.errors import RequestAbandoned
 from speaker_transcripts.pipeline.transcript import SENTENCE_ENDINGS, Chunk, segment_ranges, span_of
 
 if TYPE_CHECKING:
@@ -91,7 +92,13 @@ def load_diarization_pipeline(settings: ModelSettings, device: str) -> Diarizati
 MIN_TURN_S = 0.2  # shorter "turns" are segmentation slivers at speaker changes, not speech
 
 
-def diarize(pipeline: DiarizationPipeline, samples: np.ndarray, sampling_rate: int, hints: dict[str, int]) -> list[Turn]:
+def diarize(
+    pipeline: DiarizationPipeline,
+    samples: np.ndarray,
+    sampling_rate: int,
+    hints: dict[str, int],
+    should_stop: Callable[[], bool] | None = None,
+) -> list[Turn]:
     """Run the seam on shared, already-decoded samples; return turns sorted by time.
 
     Turns under ``MIN_TURN_S`` are dropped: pyannote leaves slivers of the previous speaker at
@@ -99,18 +106,34 @@ def diarize(pipeline: DiarizationPipeline, samples: np.ndarray, sampling_rate: i
     and word attribution would otherwise hand the first word of a turn to the wrong speaker.
     pyannote's own ``SPEAKER_NN`` labels are renumbered in order of first appearance (it numbers
     clusters, so the first voice heard could be ``SPEAKER_01``); other labels are kept.
+    ``should_stop`` saying yes ends a pyannote pipeline at its next step (segmentation or
+    embedding batch) with ``RequestAbandoned``; other seams run to the end.
     """
     import torch
+    from pyannote.audio import Pipeline
 
     waveform = torch.from_numpy(samples).unsqueeze(0)
+    options: dict[str, Any] = dict(hints)
+    if should_stop is not None and isinstance(pipeline, Pipeline):
+        options["hook"] = _stop_hook(should_stop)
     with torch.inference_mode():
-        output = pipeline({"waveform": waveform, "sample_rate": sampling_rate}, **hints)
+        output = pipeline({"waveform": waveform, "sample_rate": sampling_rate}, **options)
     turns = [turn for turn in turns_from_output(output) if turn.end - turn.start >= MIN_TURN_S]
     labels = list(dict.fromkeys(turn.speaker for turn in turns))  # in order of first appearance
     if not all(re.fullmatch(r"SPEAKER_\d+", label) for label in labels):
         return turns
     renamed = {label: f"SPEAKER_{index:02d}" for index, label in enumerate(labels)}
     return [Turn(renamed[turn.speaker], turn.start, turn.end) for turn in turns]
+
+
+def _stop_hook(should_stop: Callable[[], bool]) -> Callable[..., None]:
+    """A pyannote progress hook (called at every step and batch) that ends the run when asked."""
+
+    def hook(*_: Any, **__: Any) -> None:
+        if should_stop():
+            raise RequestAbandoned("the request was abandoned during diarization")
+
+    return hook
 
 
 def turns_from_output(output: Any, exclusive: bool = True) -> list[Turn]:

@@ -20,7 +20,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -104,7 +104,7 @@ class Transcriber:
         config, warnings = parse_parameters(data.get("parameters"))
         resolved = resolve_request(config, self.capabilities)
         config, warnings = resolved.config, warnings + resolved.warnings
-        audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds)
+        audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds, should_stop)
         with self._lock:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
@@ -140,8 +140,13 @@ class Transcriber:
         asr_config, warnings = bounded.config, warnings + bounded.warnings
         # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
         # 52.9 s overlapped against 59.0 s one after the other (bench/diarization_overlap.py).
+        # Diarization stops at its next step when the request is abandoned or ASR has failed.
+        asr_failed = threading.Event()
         diarization = (
-            self._diarizer.submit(diarize, self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints)
+            self._diarizer.submit(
+                diarize, self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints,
+                lambda: asr_failed.is_set() or (should_stop is not None and should_stop()),
+            )
             if config.diarize and self.diarization_pipeline is not None
             else None
         )
@@ -150,8 +155,12 @@ class Transcriber:
             transcript = self.recognizer.transcribe(
                 audio.samples, asr_config, duration, on_progress, pieces, on_segment, should_stop
             )
-        finally:  # even when ASR fails, the next request must find pyannote idle
-            turns = diarization.result() if diarization is not None else None
+        except BaseException:
+            asr_failed.set()
+            if diarization is not None:  # the next request must find pyannote idle; ASR's error is the one to raise
+                wait([diarization])
+            raise
+        turns = diarization.result() if diarization is not None else None
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
         chunks, speakers, warnings = self._attribute(transcript.chunks, turns, config, asr_config, warnings)

@@ -13,15 +13,22 @@ decided before a route runs in ``middleware``, the queue in ``inference``, the e
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from speaker_transcripts.config import ServerSettings
-from speaker_transcripts.server.errors import ModelLoadError, SecretRedactor, add_error_handlers, logger
+from speaker_transcripts.server.errors import ModelLoadError, RedactingFilter, SecretRedactor, add_error_handlers, logger
 from speaker_transcripts.server.inference import Handler, InferenceQueue
-from speaker_transcripts.server.middleware import BodyReadTimeout, BodySizeLimit, HeaderGate, StartupFailureInOneLine
+from speaker_transcripts.server.middleware import (
+    AdmissionGate,
+    BodyReadTimeout,
+    BodySizeLimit,
+    HeaderGate,
+    StartupFailureInOneLine,
+)
 from speaker_transcripts.server.routers import endpoints, health, openai
 
 
@@ -45,18 +52,25 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         app.state.handler = handler
         app.state.redact = SecretRedactor(handler.settings, settings)
         app.state.queue = InferenceQueue(handler, settings, app.state.redact)
+        access_log = logging.getLogger("uvicorn.access")
+        redacting = RedactingFilter(app.state.redact)  # a key sent in the query string is refused, and not logged
+        access_log.addFilter(redacting)
         logger.info("ready: ASR %s, auth %s", handler.configured.asr_model, "on" if settings.api_key else "off")
         yield
+        access_log.removeFilter(redacting)
         app.state.queue.close()
 
     app = FastAPI(
         title="Speaker-attributed transcription",
         summary="Whisper (+ assistant) and pyannote behind the Inference Endpoints and OpenAI audio APIs",
         lifespan=lifespan,
+        # A redirect to the slash-less path would build its Location from the client's Host header.
+        redirect_slashes=False,
     )
     app.state.settings = settings
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s)
+    app.add_middleware(AdmissionGate)  # after the key check, before a byte of body is read
     app.add_middleware(HeaderGate, api_key=settings.api_key)  # added later = runs earlier: before the body is read
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)

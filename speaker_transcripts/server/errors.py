@@ -50,6 +50,20 @@ class SecretRedactor:
         return text
 
 
+class RedactingFilter(logging.Filter):
+    """Blanks the secrets out of a log record's arguments (Uvicorn's access log quotes the
+    request line, query string included)."""
+
+    def __init__(self, redact: SecretRedactor) -> None:
+        super().__init__()
+        self.redact = redact
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(self.redact(arg) if isinstance(arg, str) else arg for arg in record.args)
+        return True
+
+
 def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """OpenAI's error shape on ``/v1`` routes, Inference Endpoints' ``{"error": message}`` elsewhere."""
     if path.startswith("/v1/"):

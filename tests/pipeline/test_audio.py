@@ -176,3 +176,57 @@ def test_a_few_samples_at_another_rate_are_refused_not_returned_empty():
     for rate in (1000, 48000, 384000):
         with pytest.raises(InvalidRequestError, match="too short to resample"):
             decode_inputs({"array": [0.5], "sampling_rate": rate})
+
+
+# --- decoder bombs (issue 22): nothing is produced before the rate and the length are checked -------
+
+
+def test_a_file_declaring_a_few_hertz_is_refused_before_anything_is_resampled(monkeypatch):
+    """20,000 samples declared at 2 Hz would resample to 2.8 hours (160 M samples) at 16 kHz."""
+    from speaker_transcripts.pipeline import audio
+
+    monkeypatch.setattr(audio, "_mono", lambda *_: pytest.fail("a frame of an implausible rate reached the resampler"))
+    with pytest.raises(InvalidRequestError, match="sample rate of 2 Hz"):
+        decode_file(pcm_wav(np.zeros(20_000), 2))  # no duration limit: the rate alone refuses it
+
+
+def test_video_streams_are_not_decoded_to_find_the_audio(tmp_path):
+    """Four 8000x8000 still images beside a second of audio (under 1 MB): opening the file used to
+    decode each image (192 MB each; 1.7 GB and 8 s for four at 12000x12000); only the audio is decoded now."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "stills.nut"
+    with av.open(str(path), "w", format="nut") as output:
+        sound = output.add_stream("pcm_s16le", rate=16000, layout="mono")
+        stills = [output.add_stream("png", rate=1) for _ in range(4)]
+        for still in stills:  # every stream is set up before the first packet opens them all
+            still.width = still.height = 8000
+            still.pix_fmt = "rgb24"
+        for still in stills:
+            frame = av.VideoFrame.from_ndarray(np.zeros((8000, 8000, 3), np.uint8), format="rgb24")
+            for packet in [*still.encode(frame), *still.encode(None)]:
+                output.mux(packet)
+        samples = av.AudioFrame.from_ndarray((tone(1.0, 16000) * 30000).astype(np.int16), format="s16", layout="mono")
+        samples.sample_rate = 16000
+        for packet in [*sound.encode(samples), *sound.encode(None)]:
+            output.mux(packet)
+    # VmHWM, the peak of this process's own memory (ru_maxrss would carry over the test process's peak through exec)
+    measure = (
+        "import re, sys; from speaker_transcripts.pipeline.audio import decode_file; data = open(sys.argv[1], 'rb').read();"
+        "peak = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1]);"
+        "before = peak(); audio = decode_file(data); print(audio.duration, (peak() - before) // 1024)"
+    )
+    completed = subprocess.run([sys.executable, "-c", measure, str(path)], capture_output=True, text=True, check=True, timeout=120)
+    duration, peak_mb = completed.stdout.split()
+    assert float(duration) == pytest.approx(1.0, abs=0.01)
+    assert int(peak_mb) < 100, f"decoding took {peak_mb} MB above what the process held"
+
+
+def test_abandoned_requests_stop_decoding_at_the_next_frame():
+    from speaker_transcripts.errors import RequestAbandoned
+
+    asked = []
+    with pytest.raises(RequestAbandoned):
+        decode_file(pcm_wav(tone(20.0, 16000)[0]), should_stop=lambda: asked.append(1) or len(asked) > 3)
+    assert len(asked) == 4

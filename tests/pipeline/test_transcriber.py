@@ -419,3 +419,43 @@ def test_freed_memory_goes_back_to_the_system_after_every_request(plain_handler,
         plain_handler({"inputs": base64.b64encode(speech_wav).decode(), "parameters": {"prompt": "<|endoftext|>"}})
     assert trims == [1, 1]
     assert handler_module._libc() is not None, "glibc on Linux: the trim really runs there"
+
+
+def test_an_abandoned_request_stops_pyannote_at_its_next_step(handler, speech_wav):
+    """With diarization on, a 504 used to leave the slot busy until pyannote finished (19 s for
+    a 5-s deadline); its progress hook now ends the run at the next segmentation or embedding batch."""
+    from speaker_transcripts.errors import RequestAbandoned
+    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.diarization import diarize
+
+    samples = decode_file(speech_wav).samples
+    asked = []
+    with pytest.raises(RequestAbandoned):
+        diarize(handler.diarization_pipeline, samples, 16000, {}, should_stop=lambda: asked.append(1) or True)
+    assert len(asked) == 1, "stopped at the first step"
+    assert diarize(handler.diarization_pipeline, samples, 16000, {}, should_stop=lambda: False) is not None
+
+
+def test_diarization_stops_when_asr_fails_and_asr_error_is_the_one_raised(handler, speech_wav, monkeypatch):
+    import time
+
+    from speaker_transcripts.pipeline import transcriber
+
+    stopped_after: list[float] = []
+
+    def patient_diarize(pipeline, samples, rate, hints, should_stop):
+        started = time.monotonic()
+        while not should_stop() and time.monotonic() - started < 10:
+            time.sleep(0.01)
+        stopped_after.append(time.monotonic() - started)
+        return []
+
+    def failing_asr(*args, **kwargs):
+        time.sleep(0.2)
+        raise RuntimeError("the device went away")
+
+    monkeypatch.setattr(transcriber, "diarize", patient_diarize)
+    monkeypatch.setattr(handler.recognizer, "transcribe", failing_asr)
+    with pytest.raises(RuntimeError, match="the device went away"):
+        handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})
+    assert stopped_after and stopped_after[0] < 2.0, stopped_after

@@ -17,7 +17,7 @@ from servers import serving
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.server.app import create_app
 
-LIMITS = ServerSettings(header_timeout_s=1.0, body_idle_timeout_s=1.0, body_timeout_s=3.0, max_connections=4)
+LIMITS = ServerSettings(header_timeout_s=1.0, body_idle_timeout_s=1.0, body_timeout_s=3.0, max_connections=4, write_timeout_s=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +113,102 @@ def test_keep_alive_connections_serve_one_request_after_another(guarded_url):
         for _ in range(3):
             assert client.get("/health").status_code == 200
             time.sleep(0.6)  # under the keep-alive timeout; the header deadline must not fire in between
+
+
+def closed_by_the_server_while_dripping(connection: socket.socket, seconds: float) -> float | None:
+    """Send a byte every 0.2 s for up to ``seconds``; when the server closes, how long it took."""
+    connection.settimeout(0.2)
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        try:
+            connection.sendall(b"x")
+            if connection.recv(65536) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            continue
+        except OSError:  # reset or broken pipe: closed
+            return time.monotonic() - started
+    return None
+
+
+UNREAD_BODIES = {
+    "GET /health, chunked body": b"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nx",
+    "GET /health, huge Content-Length": b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\nx",
+    "405 route": b"PUT /health HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\nx",
+    "404 route": b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx",
+}
+
+
+@pytest.mark.parametrize("request_head", UNREAD_BODIES.values(), ids=UNREAD_BODIES.keys())
+def test_a_body_nobody_reads_cannot_hold_the_connection_by_dripping(guarded_url, request_head):
+    """Incoming bytes used to cancel the keep-alive timer, and the body timeout wraps only what a
+    route reads: a byte now and then held such a connection forever (4 of them: a lock-out)."""
+    with raw_connection(guarded_url) as connection:
+        connection.sendall(request_head)
+        closed_after = closed_by_the_server_while_dripping(connection, seconds=6.0)
+    # routes that never read it: closed with the answer; a POST's body is read (and bounded) by BODY_TIMEOUT_S
+    assert closed_after is not None and closed_after < LIMITS.body_timeout_s + 1.0, closed_after
+
+
+def test_attackers_at_the_connection_cap_cannot_lock_out_health_checks(guarded_url):
+    with ExitStack() as stack:
+        attackers = [stack.enter_context(raw_connection(guarded_url)) for _ in range(LIMITS.max_connections)]
+        for connection in attackers:
+            connection.sendall(UNREAD_BODIES["GET /health, chunked body"])
+        deadline = time.monotonic() + 5.0
+        for connection in attackers:  # they keep dripping; the server closes each
+            assert closed_by_the_server_while_dripping(connection, seconds=max(deadline - time.monotonic(), 0.1)) is not None
+        assert httpx.get(f"{guarded_url}/health", timeout=5).status_code == 200
+
+
+def test_oversized_request_heads_are_refused_while_they_arrive(guarded_url):
+    """A 64-MB URL or header used to be buffered in full (seconds of event-loop time) before the
+    16-kB header limit applied; now 431 comes once 32 kB have arrived, and nothing more is read."""
+    for head in (b"GET /" + b"a" * 40_000, b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40_000):
+        with raw_connection(guarded_url) as connection:
+            connection.sendall(head)
+            status, text, _ = answer_of(connection)
+        assert status == 431 and "32 kB" in text
+    assert httpx.get(f"{guarded_url}/health", timeout=5).status_code == 200
+
+
+def test_a_head_just_under_the_bound_is_served(guarded_url):
+    assert httpx.get(f"{guarded_url}/health", headers={"X-Padding": "p" * 15_000}, timeout=5).status_code == 200
+
+
+def test_expect_100_continue_over_the_upload_limit_gets_413_without_an_invitation(guarded_url):
+    with raw_connection(guarded_url) as connection:
+        connection.sendall(
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: 999999999\r\n"
+            b"Expect: 100-continue\r\n\r\n"
+        )
+        status, text, _ = answer_of(connection)
+    assert status == 413 and "100 Continue" not in text
+
+
+def test_a_client_that_never_reads_its_answers_is_dropped(guarded_url):
+    """Pipelined requests whose answers are never read: once writing stalls past
+    WRITE_TIMEOUT_S the connection is dropped instead of holding the answers forever."""
+    requests = b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 2000  # about 27 MB of answers
+    with raw_connection(guarded_url) as connection:
+        connection.sendall(requests)
+        time.sleep(LIMITS.write_timeout_s + 2.0)
+        connection.settimeout(5)
+        received = 0
+        try:
+            while chunk := connection.recv(1 << 20):
+                received += len(chunk)
+        except OSError:
+            pass
+    whole = 2000 * len(httpx.get(f"{guarded_url}/openapi.json", timeout=5).content)
+    assert received < whole / 2, (received, whole)
+
+
+def test_the_connection_cap_says_when_to_retry(guarded_url):
+    with ExitStack() as stack:
+        for _ in range(LIMITS.max_connections):
+            stack.enter_context(raw_connection(guarded_url)).sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)
+        with raw_connection(guarded_url) as extra:
+            status, text, _ = answer_of(extra)
+    assert status == 503 and "retry-after: 1" in text.lower()

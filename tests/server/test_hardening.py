@@ -26,7 +26,7 @@ from audio_files import float_wav, pcm_wav
 from conftest import two_speakers
 from servers import serving
 
-from speaker_transcripts.config import ModelSettings, ServerSettings
+from speaker_transcripts.config import ModelCapabilities, ModelSettings, ServerSettings
 from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError
 from speaker_transcripts.pipeline.transcriber import Transcriber
 from speaker_transcripts.server.app import create_app
@@ -108,7 +108,19 @@ def cases(speech: np.ndarray) -> list[Case]:
         Case("a 200 kB value is not echoed", speech_wav, {"language": "x" * 200_000}, 400, r"^.{0,400}$"),
         Case("a 200 kB unknown name is not echoed", speech_wav, {"y" * 200_000: 1}, 200, r"^unknown parameter '.{0,70}' was ignored$"),
         Case("a value nested 900 deep", speech_wav, {"language": nested(900)}, 400, r"^.{0,400}$"),
+        # round three (issue 22)
+        Case("a WAV declaring 2 Hz", pcm_wav(speech[:4000], 2), {}, 400, "sample rate of 2 Hz"),
+        Case("a WAV declaring 400 kHz", pcm_wav(speech[:4000], 400_000), {}, 400, "sample rate of 400000 Hz"),
+        Case("a streamed WAV (no length) over the limit", streamed_wav(np.tile(speech, 5)), {}, 413, "MAX_AUDIO_SECONDS"),
+        Case("5000 unknown parameters", speech_wav, {f"p{i}": i for i in range(5000)}, 200, "^4990 more unknown parameters"),
     ]
+
+
+def streamed_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
+    """A WAV whose header gives no length (as a live stream writes it): only decoding tells how long it is."""
+    wav = bytearray(pcm_wav(samples, rate))
+    wav[4:8] = wav[40:44] = b"\xff\xff\xff\xff"
+    return bytes(wav)
 
 
 def nested(depth: int) -> list:
@@ -352,3 +364,75 @@ def test_uploads_leave_no_temporary_files(hardened, speech):
             time.sleep(0.05)
     assert statuses == [200, 413, 400, 200, 400]
     assert sorted(after) == sorted(before), f"temporary files left open: {sorted(set(after) - set(before))}"
+
+
+# --- round three (issue 22) -----------------------------------------------------------------------
+
+
+def test_warnings_name_ten_unknown_parameters_and_count_the_rest(hardened, speech_wav):
+    result = hardened({"inputs": speech_wav, "parameters": {f"p{i}": i for i in range(300_000)}})
+    assert len(result["warnings"]) == 11 and result["warnings"][-1] == "299990 more unknown parameters were ignored"
+
+
+def test_a_full_queue_refuses_an_upload_before_reading_its_body(tiny_models):
+    """With the queue full, a 900-kB upload is 503 at once: its body is never read, so 200
+    concurrent uploads can no longer hold 200 bodies in memory only to be refused."""
+    import threading
+
+    release = threading.Event()
+
+    class Busy:
+        settings = configured = ModelSettings(asr_model="busy")
+        capabilities = ModelCapabilities(multilingual=False, language_codes=frozenset({"en"}))
+
+        def __call__(self, data, **callbacks):
+            release.wait(30)
+            return {"text": "", "chunks": [], "speakers": [], "language": "en", "duration": 0.0, "decoding": "none",
+                    "warnings": []}
+
+    with serving(create_app(lambda: Busy(), ServerSettings(max_queue=0))) as base_url:
+        host, port = base_url.removeprefix("http://").split(":")
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(httpx.post, base_url + "/", content=b"RIFF", headers={"Content-Type": "audio/wav"}, timeout=30)
+            deadline = time.monotonic() + 10
+            while httpx.get(base_url + "/ready", timeout=5).json()["queue"]["in_progress_or_waiting"] == 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            with socket.create_connection((host, int(port)), timeout=10) as connection:
+                connection.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: 900000\r\n\r\n")
+                started = time.monotonic()
+                answer = connection.recv(65536).decode()  # no byte of the body was sent
+                waited = time.monotonic() - started
+            release.set()
+            assert running.result().status_code == 200
+    assert answer.startswith("HTTP/1.1 503") and "retry-after" in answer.lower() and waited < 2.0
+
+
+def test_probes_answer_head_and_options_and_slashes_are_not_redirected(hardened_url):
+    assert httpx.head(f"{hardened_url}/health", timeout=5).status_code == 200
+    assert httpx.head(f"{hardened_url}/ready", timeout=5).status_code == 200
+    options = httpx.options(f"{hardened_url}/ready", timeout=5)
+    assert options.status_code == 204 and options.headers["allow"] == "GET, HEAD, OPTIONS"
+    slashed = httpx.get(f"{hardened_url}/health/", headers={"Host": "evil.example"}, timeout=5, follow_redirects=False)
+    assert slashed.status_code == 404 and "location" not in slashed.headers
+
+
+def test_an_api_key_in_the_query_string_is_refused_and_not_logged(hardened, speech_wav):
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    access = logging.getLogger("uvicorn.access")
+    collector = Collect()
+    settings = ServerSettings(api_key="sk-query-secret")
+    with serving(create_app(lambda: hardened, settings), settings, log_level="info") as base_url:
+        access.addHandler(collector)  # after Uvicorn has configured its loggers
+        try:
+            refused = httpx.post(f"{base_url}/?api_key=sk-query-secret&language=en", content=speech_wav,
+                                 headers={"Content-Type": "audio/wav"}, timeout=30)
+        finally:
+            access.removeHandler(collector)
+    assert refused.status_code == 401
+    assert records and not any("sk-query-secret" in record for record in records), records

@@ -7,19 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from speaker_transcripts.server.inference import InferenceQueue
 
 router = APIRouter()
 
 
-@router.get("/health")
+PROBE_METHODS = ["GET", "HEAD"]  # load balancers probe with either
+
+
+@router.api_route("/health", methods=PROBE_METHODS)
 async def health() -> dict[str, str]:
     """Liveness: the process answers."""
     return {"status": "ok"}
 
-@router.get("/ready")
+
+@router.api_route("/ready", methods=PROBE_METHODS)
 async def ready(request: Request) -> dict[str, Any]:
     """Readiness: which models are loaded, on what device, and how busy the server is."""
     handler = request.app.state.handler
@@ -41,3 +45,9 @@ async def ready(request: Request) -> dict[str, Any]:
         "auth": request.app.state.settings.api_key is not None,
     }
 
+
+@router.options("/health", include_in_schema=False)
+@router.options("/ready", include_in_schema=False)
+async def probe_options() -> Response:
+    """What the probes accept, for clients that ask before they call."""
+    return Response(status_code=204, headers={"Allow": ", ".join([*PROBE_METHODS, "OPTIONS"])})
