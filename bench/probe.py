@@ -11,8 +11,14 @@ places in float WAVs, JSON nested thousands deep in the body, ``parameters``, mu
 query string, huge integers in arrays, special tokens and huge values in ``prompt``, every
 parameter out of range; the heaviest requests the documented ranges allow (peak RSS above idle
 for each); slowloris headers and stalled bodies; and 20 clients hanging up mid-request (time until
-the queue is empty and a good request is answered). Prints a table; exits 1 on any 500 or a
-request that got no answer.
+the queue is empty and a good request is answered). Round three adds: connections that send a
+body no route reads and then drip (at the connection cap, while ``/health`` is timed), request
+heads of random sizes up to 64 MB, ``Expect: 100-continue`` over the upload limit, files that
+declare a rate of a few Hz, streamed WAVs with no length, still-image video streams beside the
+audio (peak RSS above idle for each), a damaged model cache (refused with the index unreachable,
+pulled again with it), and the mass hang-up again on a second server that diarizes with the
+embedded pipeline. Prints a table; exits 1 on any 500, a request that got no answer, a lock-out,
+or garbage served from a damaged cache.
 """
 
 from __future__ import annotations
@@ -41,15 +47,17 @@ sys.path.insert(0, str(ROOT))
 from tests.audio_files import float_wav, pcm_wav
 
 KEY = "probe-key-not-secret"
+MAX_CONNECTIONS = 16
 SPECIAL_TOKENS = ("<|endoftext|>", "<|0.00|>", "<|startoftranscript|>", "<|notimestamps|>", "<|en|>")
 
 
 class Server:
     """``speaker-transcripts serve`` in a subprocess, with its RSS sampled in a thread."""
 
-    def __init__(self, asr_model: str, port: int) -> None:
+    def __init__(self, asr_model: str, port: int, **overrides: str) -> None:
         environment = {**os.environ, "ASR_MODEL": asr_model, "DIARIZATION_MODEL": "none", "API_KEY": KEY,
-                       "MAX_UPLOAD_MB": "5", "MAX_AUDIO_SECONDS": "120", "MAX_QUEUE": "4", "REQUEST_TIMEOUT_S": "60"}
+                       "MAX_UPLOAD_MB": "5", "MAX_AUDIO_SECONDS": "120", "MAX_QUEUE": "4", "REQUEST_TIMEOUT_S": "60",
+                       "MAX_CONNECTIONS": str(MAX_CONNECTIONS), "WRITE_TIMEOUT_S": "5", **overrides}
         self.process = subprocess.Popen([sys.executable, "-m", "speaker_transcripts", "serve", "--port", str(port), "--log-level", "error"],
                                         cwd=ROOT, env=environment)
         self.url = f"http://127.0.0.1:{port}"
@@ -196,6 +204,147 @@ def mass_hang_up(url: str, speech_wav: bytes, good_wav: bytes, clients: int) -> 
         time.sleep(0.2)
 
 
+def lock_out(url: str, rng: random.Random) -> tuple[float, int]:
+    """``MAX_CONNECTIONS`` clients each send a random request whose body no route reads, then drip
+    a byte every 0.5 s for 20 s. Returns the slowest ``/health`` answer seen meanwhile (seconds;
+    inf when one got no 200) and how many attackers were still connected at the end."""
+    host, port = url.removeprefix("http://").split(":")
+    heads = [
+        b"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\nx" % rng.randint(2, 10**6),
+        b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nx" % rng.randint(10**6, 10**12),
+        b"PUT /ready HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nx" % rng.randint(10**3, 10**9),
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nx" % rng.randint(10**3, 10**6),  # no key: 401
+        b"DELETE /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\n\r\nx",
+    ]
+    stop = threading.Event()
+
+    def attack(_: int) -> bool:
+        with socket.create_connection((host, int(port)), timeout=1) as connection:
+            connection.sendall(rng.choice(heads))
+            while not stop.wait(0.5):
+                try:
+                    connection.sendall(b"x")
+                    connection.recv(65536, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    return False  # closed by the server
+            return True
+
+    with ThreadPoolExecutor(MAX_CONNECTIONS) as pool:
+        attackers = [pool.submit(attack, index) for index in range(MAX_CONNECTIONS)]
+        slowest = 0.0
+        ended = time.monotonic() + 20
+        while time.monotonic() < ended:
+            started = time.monotonic()
+            try:
+                ok = httpx.get(url + "/health", timeout=5).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            slowest = max(slowest, time.monotonic() - started if ok else float("inf"))
+            time.sleep(0.5)
+        stop.set()
+        return slowest, sum(attacker.result() for attacker in attackers)
+
+
+def oversized_heads(url: str, rng: random.Random, server: Server) -> list[tuple[str, int, float]]:
+    """Request lines and headers of random sizes from 40 kB to 64 MB: (what, status, peak RSS above before)."""
+    host, port = url.removeprefix("http://").split(":")
+    results = []
+    for where in ("URL", "header", "many headers"):
+        size = rng.choice([40_000, 1_000_000, 64_000_000])
+        if where == "URL":
+            head = b"GET /" + b"a" * size
+        elif where == "header":
+            head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * size
+        else:
+            head = b"GET / HTTP/1.1\r\n" + b"X-H: v\r\n" * (size // 8)
+        started = time.monotonic()
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            try:
+                connection.sendall(head)
+            except OSError:
+                pass  # refused before we finished sending
+            answer = b""
+            try:
+                while chunk := connection.recv(65536):
+                    answer += chunk
+            except OSError:
+                pass
+        status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+        results.append((f"{where}, {size / 1e6:g} MB", status, server.peak_since(started) - server.rss_mb()))
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: audio/wav\r\n"
+                           f"Content-Length: {rng.randint(6, 900) * 10**6}\r\nExpect: 100-continue\r\n\r\n".encode())
+        first = connection.recv(65536)
+    results.append(("Expect: 100-continue over the limit", int(first.split(b" ", 2)[1]), 0.0))
+    return results
+
+
+def decoder_bombs(rng: random.Random, speech: np.ndarray) -> list[tuple[str, bytes]]:
+    """Files that are small but would decode to far more than they look."""
+    import io
+
+    import av
+
+    rate = rng.randint(1, 9)
+    low = pcm_wav(np.resize(speech, rng.randint(2000, 40000)), rate)
+    streamed = bytearray(pcm_wav(np.resize(speech, 16000 * rng.randint(130, 150))[: 16000 * 150], 16000))
+    streamed[4:8] = streamed[40:44] = b"\xff\xff\xff\xff"
+    size, count = rng.randint(5000, 9000), rng.randint(2, 4)
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format="nut") as output:
+        sound = output.add_stream("pcm_s16le", rate=16000, layout="mono")
+        stills = [output.add_stream("png", rate=1) for _ in range(count)]
+        for still in stills:
+            still.width = still.height = size
+            still.pix_fmt = "rgb24"
+        for still in stills:
+            frame = av.VideoFrame.from_ndarray(np.zeros((size, size, 3), np.uint8), format="rgb24")
+            for packet in [*still.encode(frame), *still.encode(None)]:
+                output.mux(packet)
+        audio = av.AudioFrame.from_ndarray((speech[None, :16000] * 30000).astype(np.int16), format="s16", layout="mono")
+        audio.sample_rate = 16000
+        for packet in [*sound.encode(audio), *sound.encode(None)]:
+            output.mux(packet)
+    return [(f"WAV declaring {rate} Hz", low), ("streamed WAV, no length, 130-150 s", bytes(streamed)),
+            (f"{count} still images {size}x{size} beside 1 s of audio", buffer.getvalue())]
+
+
+def damaged_cache(asr_model: str, port: int, speech: np.ndarray) -> list[tuple[str, str]]:
+    """A copy of the model cache with one bit flipped in the weights: the server must refuse to
+    start when the index is unreachable, and pull again and answer correctly when it is."""
+    import shutil
+    import tempfile
+
+    from speaker_transcripts.models.registry import REGISTRY, cache_dir, pull
+
+    pull(REGISTRY[asr_model])
+    outcomes = []
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = Path(scratch) / "models"
+        shutil.copytree(cache_dir() / asr_model, cache / asr_model)
+        weights = next((cache / asr_model).glob("*.safetensors"))
+        data = bytearray(weights.read_bytes())
+        data[len(data) // 2] ^= 0x10
+        weights.write_bytes(bytes(data))
+        environment = {**os.environ, "ASR_MODEL": asr_model, "DIARIZATION_MODEL": "none", "EMBEDDED_MODELS_DIR": str(cache),
+                       "PIP_NO_INDEX": "1"}
+        refused = subprocess.run([sys.executable, "-m", "speaker_transcripts", "serve", "--port", str(port)], check=False, cwd=ROOT,
+                                 env=environment, capture_output=True, text=True, timeout=300)
+        lines = [line for line in refused.stderr.splitlines() if "damaged" in line]
+        outcomes.append(("index unreachable", f"exit {refused.returncode}; {lines[0][:120] if lines else 'no damage message'}"))
+        server = Server(asr_model, port, EMBEDDED_MODELS_DIR=str(cache))
+        try:
+            answer = httpx.post(server.url + "/", content=pcm_wav(speech[:44800]), params={"language": "en"},
+                                headers={"Content-Type": "audio/wav", "Authorization": f"Bearer {KEY}"}, timeout=120)
+            text = answer.json().get("text", "") if answer.status_code == 200 else ""
+        finally:
+            server.close()
+        outcomes.append(("index reachable", f"{answer.status_code}: {text.strip()[:60]!r}"))
+    return outcomes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--asr-model", default="whisper-tiny.en")
@@ -237,8 +386,35 @@ def main(argv: list[str] | None = None) -> int:
         print("stage: mass hang-up", flush=True)
         recovery = mass_hang_up(server.url, pcm_wav(np.resize(speech, 60 * 16000)), pcm_wav(speech[:32000]), 20)
         after = client.get("/health").status_code
+        print("stage: lock-out", flush=True)
+        slowest_health, still_connected = lock_out(server.url, rng)
+        if slowest_health > 5 or still_connected:
+            failures.append(f"lock-out: slowest /health {slowest_health:.1f} s, {still_connected} attackers still connected")
+        print("stage: oversized heads", flush=True)
+        heads = oversized_heads(server.url, rng, server)
+        failures += [f"{what}: {status}" for what, status, _ in heads if status not in (413, 431)]
+        print("stage: decoder bombs", flush=True)
+        bombs = []
+        for kind, data in decoder_bombs(rng, speech):
+            started = time.monotonic()
+            answer = client.post("/", content=data, params={"language": "en"}, headers={"Content-Type": "audio/wav"})
+            bombs.append((kind, len(data), answer.status_code, server.peak_since(started) - idle))
+            if answer.status_code >= 500:
+                failures.append(f"{kind}: {answer.status_code}")
     finally:
         server.close()
+    print("stage: mass hang-up with diarization", flush=True)
+    diarizing = Server(arguments.asr_model, arguments.port, DIARIZATION_MODEL="pyannote-campplus", REQUEST_TIMEOUT_S="5")
+    try:
+        recovery_diarizing = mass_hang_up(diarizing.url, pcm_wav(np.resize(speech, 60 * 16000)), pcm_wav(speech[:32000]), 20)
+    finally:
+        diarizing.close()
+    print("stage: damaged cache", flush=True)
+    cache = damaged_cache(arguments.asr_model, arguments.port, speech)
+    if not cache[0][1].startswith("exit ") or cache[0][1].startswith("exit 0") or "damaged" not in cache[0][1]:
+        failures.append(f"damaged cache, index unreachable: {cache[0][1]}")
+    if "go forward" not in cache[1][1].lower():
+        failures.append(f"damaged cache, index reachable: {cache[1][1]}")
 
     print(f"idle RSS {idle:.0f} MB; {sum(sum(c.values()) for c in statuses.values())} bad requests in {len(statuses)} kinds\n")
     print("| kind | answers |\n|---|---|")
@@ -249,6 +425,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {peak:.0f} | {seconds:.1f} | {status} |")
     print(f"\nslow clients (10 slowloris, 10 stalled bodies): {dict(Counter(slow))}")
     print(f"20 clients hanging up on 60-s requests: good request answered {recovery:.1f} s after the last; /health {after}")
+    print(f"20 hang-ups on a diarizing server (REQUEST_TIMEOUT_S=5): good request answered {recovery_diarizing:.1f} s after the last")
+    print(f"lock-out: {MAX_CONNECTIONS} connections dripping unread bodies for 20 s; slowest /health {slowest_health:.2f} s; "
+          f"{still_connected} still connected at the end")
+    print("\n| oversized head | status | peak RSS above idle, MB |\n|---|---|---|")
+    for what, status, peak in heads:
+        print(f"| {what} | {status} | {peak:.0f} |")
+    print("\n| decoder bomb | bytes | status | peak RSS above idle, MB |\n|---|---|---|---|")
+    for kind, size, status, peak in bombs:
+        print(f"| {kind} | {size} | {status} | {peak:.0f} |")
+    print("\n| damaged cache | outcome |\n|---|---|")
+    for case, outcome in cache:
+        print(f"| {case} | {outcome} |")
     print(f"peak RSS over the whole probe: {max(rss for _, rss in server.samples):.0f} MB "
           f"(median {statistics.median(rss for _, rss in server.samples):.0f})")
     for failure in failures:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from speaker_transcripts.pipeline.transcript import SENTENCE_ENDINGS, Chunk, group_words
+from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, group_words
 
 OutputFormat = Literal["json", "txt", "srt", "vtt"]
 OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt")
@@ -170,7 +170,7 @@ def _joins(current: Sequence[Cue], word: Cue, rules: SubtitleRules) -> bool:
         return False
     if word.end - first.start > rules.max_cue_s:
         return False
-    if last.text.endswith(SENTENCE_ENDINGS) and last.end - first.start >= rules.min_cue_s:
+    if ends_sentence(last.text) and last.end - first.start >= rules.min_cue_s:
         return False
     return _wrapped([*(cue.text for cue in current), word.text], first.speaker, rules) is not None
 

@@ -230,21 +230,30 @@ class SpeechRecognizer:
         on_segment: Callable[[Chunk], None] | None,
     ) -> list[Chunk]:
         """Each piece is one short-form input; the pipeline batches them as they are handed out.
-        A piece's chunks are final once it is decoded, so they are handed on there and then."""
+        A piece's chunks are final once it is decoded, so they are handed on there and then.
+
+        When they are streamed (``on_segment``), the first piece is decoded alone before the rest
+        are batched: in one batch nothing is final until the whole batch is, and the first delta
+        of a 106-s file arrived at 6.21 s of a 6.25-s request."""
         progress = _PieceProgress(pieces, duration, on_progress)
-        inputs = (
-            {"raw": samples[piece.start : piece.end], "sampling_rate": SAMPLING_RATE}
-            for piece in progress.handing_out()
-        )
+        batch_size = options["batch_size"]
+        alone = 1 if on_segment is not None and batch_size > 1 and len(pieces) > 1 else 0
+        groups = [(0, alone, 1), (alone, len(pieces), batch_size)] if alone else [(0, len(pieces), batch_size)]
         chunks: list[Chunk] = []
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
-            for piece, result in zip(pieces, self.pipeline(inputs, **options), strict=True):
-                decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
-                chunks.extend(decoded)
-                for chunk in decoded if on_segment is not None else ():
-                    on_segment(chunk)
-                progress.piece_done()
+            for first, last, group_batch in groups:
+                inputs = (
+                    {"raw": samples[piece.start : piece.end], "sampling_rate": SAMPLING_RATE}
+                    for piece in progress.handing_out(first, last)
+                )
+                results = self.pipeline(inputs, **{**options, "batch_size": group_batch})
+                for piece, result in zip(pieces[first:last], results, strict=True):
+                    decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
+                    chunks.extend(decoded)
+                    for chunk in decoded if on_segment is not None else ():
+                        on_segment(chunk)
+                    progress.piece_done()
         finally:
             if handle is not None:
                 handle.remove()
@@ -364,8 +373,8 @@ class _PieceProgress:
         self.steps = 0
         self.reported = 0.0
 
-    def handing_out(self) -> Iterator[Piece]:
-        for piece in self.pieces:
+    def handing_out(self, first: int, last: int) -> Iterator[Piece]:
+        for piece in self.pieces[first:last]:
             self.handed += 1
             yield piece
 

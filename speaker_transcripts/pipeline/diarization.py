@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from speaker_transcripts.errors import RequestAbandoned
-from speaker_transcripts.pipeline.transcript import SENTENCE_ENDINGS, Chunk, segment_ranges, span_of
+from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, segment_ranges, span_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -231,7 +231,7 @@ def _evidence(word: Chunk, speaker: str, turns: Sequence[Turn]) -> float:
 
 def _boundary_before(words: Sequence[Chunk], index: int) -> bool:
     previous = words[index - 1]
-    return previous.text.strip().endswith(SENTENCE_ENDINGS) or words[index].start - previous.end >= PAUSE_IS_BOUNDARY_S
+    return ends_sentence(previous.text) or words[index].start - previous.end >= PAUSE_IS_BOUNDARY_S
 
 
 def speaker_for(start: float, end: float, turns: Iterable[Turn]) -> str:

@@ -6,6 +6,7 @@ audio) are tested directly.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,9 +67,37 @@ def _round(seconds: float) -> float:
 
 
 SENTENCE_ENDINGS = (".", "?", "!", "。", "？", "！", "…")
+# Titles and abbreviations whose full stop ends no sentence, in the languages Whisper writes most
+# ("And Mr." was a segment, a cue and a plot bar of its own on the bundled sample).
+ABBREVIATIONS = frozenset({
+    # English, Latin (not "no.": it ends answers)
+    "mr.", "mrs.", "ms.", "mx.", "dr.", "prof.", "sr.", "jr.", "st.", "mt.", "vs.", "cf.", "approx.", "dept.", "fig.", "vol.", "ca.", "gen.", "col.", "lt.", "sgt.", "capt.", "gov.", "sen.", "rep.", "rev.",
+    # German
+    "hr.", "fr.", "frl.", "nr.", "bzw.", "vgl.", "ggf.", "evtl.", "str.",
+    # French
+    "mme.", "mlle.", "mm.",
+    # Spanish
+    "sra.", "srta.", "dra.", "ud.", "uds.",
+    # Italian
+    "sig.", "dott.",
+})
+# Initials and dotted abbreviations: "J.", "U.S.", "e.g.", "z.B.", "a.m."
+_DOTTED = re.compile(r"^(?:\w\.|(?:\w{1,2}\.){2,})$")
 MAX_PAUSE_IN_SEGMENT_S = 1.0
 # Long enough for a long sentence, short enough to read and to find in a recording.
 MAX_SEGMENT_S = 15.0
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` (a word or a segment) ends a sentence: it ends with a full stop, question
+    or exclamation mark that is not the dot of a title, an abbreviation or an initial."""
+    stripped = text.strip()
+    if not stripped.endswith(SENTENCE_ENDINGS):
+        return False
+    if not stripped.endswith("."):
+        return True
+    last = stripped.split()[-1].lower()
+    return last not in ABBREVIATIONS and not (_DOTTED.match(last) and not last[:-1].isdigit())
 
 
 def segment_ranges(pieces: Sequence[Chunk], speakers: Sequence[str] | None = None) -> list[range]:
@@ -83,7 +112,7 @@ def segment_ranges(pieces: Sequence[Chunk], speakers: Sequence[str] | None = Non
         if (
             following is None
             or (speakers is not None and speakers[index] != speakers[index + 1])
-            or piece.text.strip().endswith(SENTENCE_ENDINGS)
+            or ends_sentence(piece.text)
             or following.start - piece.end > MAX_PAUSE_IN_SEGMENT_S
             or following.end - pieces[first].start > MAX_SEGMENT_S
         ):

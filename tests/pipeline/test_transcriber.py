@@ -459,3 +459,24 @@ def test_diarization_stops_when_asr_fails_and_asr_error_is_the_one_raised(handle
     with pytest.raises(RuntimeError, match="the device went away"):
         handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})
     assert stopped_after and stopped_after[0] < 2.0, stopped_after
+
+
+def test_streaming_hands_over_the_first_piece_while_the_rest_is_still_decoding(plain_handler, speech_wav):
+    """42 s of speech make two pieces, which used to be one batch: the first segment came only when
+    both were decoded. Now the first piece is decoded alone and handed over before the rest start."""
+    from speaker_transcripts.pipeline.audio import decode_file
+
+    speech = decode_file(speech_wav).samples
+    gap = np.zeros(16000, dtype=np.float32)
+    audio = np.concatenate([np.concatenate([speech, gap]) for _ in range(11)])
+    events: list[str] = []
+    hook = plain_handler.recognizer.model.get_decoder().register_forward_hook(lambda *_: events.append("step"))
+    try:
+        plain_handler(
+            {"inputs": {"array": audio.tolist(), "sampling_rate": 16000}, "parameters": {"language": "en", "batch_size": 8}},
+            on_segment=lambda chunk: events.append("segment"),
+        )
+    finally:
+        hook.remove()
+    first_segment = events.index("segment")
+    assert "step" in events[first_segment:], "decoding went on after the first segment was handed over"

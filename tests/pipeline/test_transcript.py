@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from speaker_transcripts.pipeline.transcript import MAX_SEGMENT_S, Chunk, close_timestamps, group_words, joined_text
+import pytest
+
+from speaker_transcripts.pipeline.transcript import (
+    MAX_SEGMENT_S,
+    Chunk,
+    close_timestamps,
+    ends_sentence,
+    group_words,
+    joined_text,
+    segment_ranges,
+)
 
 
 def raw(*spans):
@@ -61,3 +71,17 @@ def test_group_words_caps_segment_length_and_keeps_every_word():
     assert all(segment.end - segment.start <= MAX_SEGMENT_S for segment in grouped)
     assert " ".join(segment.text for segment in grouped).split() == [f"w{i}" for i in range(200)]
     assert group_words([]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "ends"),
+    [("meters.", True), ("what?", True), ("No.", True), ("in 1999.", True), ("go.", True), ("And Mr.", False),
+     ("Dr.", False), ("J.", False), ("U.S.", False), ("e.g.", False), ("z.B.", False), ("Mme.", False), ("word", False)],
+)
+def test_titles_abbreviations_and_initials_end_no_sentence(text, ends):
+    assert ends_sentence(text) is ends
+
+
+def test_and_mr_john_dashwood_stays_one_segment():
+    words = [Chunk(text, index * 0.3, index * 0.3 + 0.25) for index, text in enumerate(["", "And", "Mr.", "John", "Dashwood", "had"][1:])]
+    assert [len(span) for span in segment_ranges(words)] == [5]

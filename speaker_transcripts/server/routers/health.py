@@ -14,16 +14,18 @@ from speaker_transcripts.server.inference import InferenceQueue
 router = APIRouter()
 
 
-PROBE_METHODS = ["GET", "HEAD"]  # load balancers probe with either
+PROBE_METHODS = ["GET", "HEAD"]  # load balancers probe with either; HEAD stays out of the OpenAPI document
 
 
-@router.api_route("/health", methods=PROBE_METHODS)
+@router.get("/health")
+@router.head("/health", include_in_schema=False)
 async def health() -> dict[str, str]:
     """Liveness: the process answers."""
     return {"status": "ok"}
 
 
-@router.api_route("/ready", methods=PROBE_METHODS)
+@router.get("/ready")
+@router.head("/ready", include_in_schema=False)
 async def ready(request: Request) -> dict[str, Any]:
     """Readiness: which models are loaded, on what device, and how busy the server is."""
     handler = request.app.state.handler
