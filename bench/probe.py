@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from tests.audio_files import float_wav, pcm_wav
 
 KEY = "probe-key-not-secret"
-MAX_CONNECTIONS = 16
+MAX_CONNECTIONS = 32  # above the 20 slow clients of the slowloris stage; the lock-out stage fills it
 SPECIAL_TOKENS = ("<|endoftext|>", "<|0.00|>", "<|startoftranscript|>", "<|notimestamps|>", "<|en|>")
 
 
@@ -174,9 +174,12 @@ def slow_clients(url: str, count: int) -> list[int]:
                 except OSError:
                     pass
             answer = b""
-            while chunk := connection.recv(65536):
-                answer += chunk
-            return int(answer.split(b" ", 2)[1]) if answer else 0
+            try:
+                while chunk := connection.recv(65536):
+                    answer += chunk
+            except ConnectionResetError:  # closed with our unread bytes still queued: the answer may have come first
+                pass
+            return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
 
     with ThreadPoolExecutor(2 * count) as pool:
         return list(pool.map(trickle, [False] * count + [True] * count))
@@ -441,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(median {statistics.median(rss for _, rss in server.samples):.0f})")
     for failure in failures:
         print("FAILURE:", failure)
-    return 1 if failures or any(status not in (408,) for status in slow) else 0
+    # 408: the deadline; 503: a stalled upload beyond what the queue admits is refused before its body is read
+    return 1 if failures or any(status not in (408, 503) for status in slow) else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ The folders are the architecture, from the bottom up: ``config`` and ``errors`` 
 request parameters, error types); ``models/`` (the embedded model registry, converters, the
 CPU fast path, the pyannote/CAM++ assembly); ``pipeline/`` (the stages and the orchestrator,
 ``pipeline.transcriber.Transcriber``, that runs them); ``output/`` (writers and the plot);
-``server/`` (the app, a router per API surface, guards); ``cli/`` (the console command);
+``server/`` (the app, a router per API surface, guards); ``batch/`` (the corpus job on Ray
+Data); ``cli/`` (the console command);
 ``evaluation/`` (the harness and its scores). Nothing imports upward, and importing a module
 loads torch only where the module itself needs it.
 

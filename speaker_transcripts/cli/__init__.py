@@ -12,6 +12,7 @@ import sys
 
 SUBCOMMANDS = {
     "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt)"),
+    "batch": ("batch", "transcribe a corpus (folders, globs, manifests, URIs) on Ray Data, one row per file"),
     "serve": ("serve", "serve the Endpoints payload and the OpenAI audio API over HTTP"),
     "models": ("models", "list the embedded models, or pull them into the cache"),
     "client": ("client", "send a file to a deployed endpoint or to the server"),

@@ -22,6 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from speaker_transcripts.cli.options import add_request_options, model_settings, request_parameters
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, SubtitleRules, render
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
@@ -36,13 +37,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("files", nargs="+", type=Path, help="audio files (wav, flac, mp3, ogg, opus, m4a, webm, ...)")
     parser.add_argument("--format", choices=OUTPUT_FORMATS, default="json", help="output format (default: json)")
     parser.add_argument("--out", type=Path, help="write <name>.<format> files here instead of printing")
-    parser.add_argument("--language", help="language code or name; detected when omitted")
-    parser.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
-    parser.add_argument("--timestamps", choices=["segment", "word"], default="segment")
-    parser.add_argument(
-        "--long-form", choices=["vad", "chunked"], default="vad",
-        help="vad (default): decode the speech found, in pieces cut at pauses; chunked: the pipeline's fixed windows",
-    )
+    add_request_options(parser)
     defaults = SubtitleRules()
     subtitles = parser.add_argument_group("subtitle rules (srt, vtt)")
     subtitles.add_argument("--max-line-chars", type=int, default=defaults.max_line_chars, help="characters per line (default: %(default)s)")
@@ -52,58 +47,15 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--min-cue-seconds", type=float, default=defaults.min_cue_s,
         help="shortest cue, where the next one leaves room (default: %(default)s)",
     )
-    parser.add_argument("--prompt", help="text that came before the audio: names, spellings, style")
-    parser.add_argument("--assistant", action="store_true", help="speculative decoding with the assistant model")
-    parser.add_argument(
-        "--diarize", action=argparse.BooleanOptionalAction, default=None,
-        help="label speakers (default: yes, with DIARIZATION_MODEL or the embedded pipeline); --no-diarize skips it",
-    )
-    parser.add_argument("--num-speakers", type=int, help="exact number of speakers, when diarizing")
-    parser.add_argument("--min-speakers", type=int)
-    parser.add_argument("--max-speakers", type=int)
     parser.add_argument("--plot", action="store_true", help="also write <name>.png: who spoke when, with the text")
-    parser.add_argument("--asr-model", help="overrides ASR_MODEL")
-    parser.add_argument("--assistant-model", help="overrides ASSISTANT_MODEL")
-    parser.add_argument("--diarization-model", help="overrides DIARIZATION_MODEL")
     return parser.parse_args(argv)
-
-
-def request_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
-    """The handler parameters the options stand for (unset options are left to the defaults)."""
-    parameters = {
-        "task": arguments.task,
-        "return_timestamps": arguments.timestamps,
-        "long_form": arguments.long_form,
-        "assisted": arguments.assistant,
-        "diarize": arguments.diarize,
-        "language": arguments.language,
-        "prompt": arguments.prompt,
-        "num_speakers": arguments.num_speakers,
-        "min_speakers": arguments.min_speakers,
-        "max_speakers": arguments.max_speakers,
-    }
-    return {name: value for name, value in parameters.items() if value is not None}
 
 
 def load_handler(arguments: argparse.Namespace) -> Any:
     """The handler with only the models this run needs."""
-    from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    settings = ModelSettings.self_hosted()
-    overrides = {
-        "asr_model": arguments.asr_model or settings.asr_model,
-        "assistant_model": (arguments.assistant_model or settings.assistant_model) if arguments.assistant else None,
-        "diarization_model": None if arguments.diarize is False else arguments.diarization_model or settings.diarization_model,
-        # A server warms up so its first request is not the slow one; a CLI run's first file pays
-        # for initialisation either way, so warming up would only add time (0.5 s with whisper-base).
-        "warmup": settings.warmup if "warmup" in settings.model_fields_set else False,
-    }
-    if arguments.assistant and not overrides["assistant_model"]:
-        raise SystemExit("--assistant needs an assistant model: set ASSISTANT_MODEL or pass --assistant-model")
-    if arguments.diarize and not overrides["diarization_model"]:
-        raise SystemExit("--diarize needs a diarization model: DIARIZATION_MODEL is off; unset it or pass --diarization-model")
-    return Transcriber(settings=settings.model_copy(update=overrides))
+    return Transcriber(settings=model_settings(arguments))
 
 
 def output_paths(files: Iterable[Path], out_dir: Path, extension: str) -> dict[Path, Path]:

@@ -1,0 +1,119 @@
+"""The files a batch job is given: paths, folders (searched recursively for audio), glob
+patterns, text manifests of paths, or any URI pyarrow's filesystems read (``s3://``, ``gs://``).
+
+Each file is listed with its size and modification time, which key it for resuming: a file that
+changed since it was done is done again. Pure file listing: no torch, no Ray.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyarrow import fs
+
+AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".mp4", ".aac", ".webm", ".wma", ".aiff", ".aif", ".mka"})
+MANIFEST_EXTENSIONS = frozenset({".txt", ".lst", ".list"})
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One recording: ``path`` as the user named it (absolute, or a URI), ``location`` as the
+    filesystem reads it (what Ray Data reports back as the row's path)."""
+
+    path: str
+    location: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def key(self) -> str:
+        """What a finished row is remembered by: the same file, unchanged."""
+        return f"{self.path}|{self.size}|{self.mtime_ns}"
+
+
+class InputError(ValueError):
+    """An input that names nothing readable; the message says which and why."""
+
+
+def expand_inputs(inputs: list[str]) -> list[InputFile]:
+    """Every audio file the inputs name, once each, in a stable order (as given, folders sorted)."""
+    found: dict[str, InputFile] = {}
+    for item in inputs:
+        for file in _expand(item):
+            found.setdefault(file.path, file)
+    return list(found.values())
+
+
+def _expand(item: str) -> list[InputFile]:
+    if "://" in item:
+        return _from_filesystem(item)
+    path = Path(item).expanduser()
+    if any(character in item for character in "*?[") and not path.exists():
+        matches = sorted(glob.glob(str(path), recursive=True))
+        if not matches:
+            raise InputError(f"{item}: the pattern matches no file")
+        return [file for match in matches for file in _expand_local(Path(match), pattern=True)]
+    if not path.exists():
+        raise InputError(f"{item}: no such file or folder")
+    if path.is_file() and path.suffix.lower() in MANIFEST_EXTENSIONS:
+        return _from_manifest(path)
+    return _expand_local(path, pattern=False)
+
+
+def _expand_local(path: Path, pattern: bool) -> list[InputFile]:
+    if path.is_dir():
+        files = sorted(candidate for candidate in path.rglob("*") if candidate.is_file() and _is_audio(candidate.name))
+        return [_local(candidate) for candidate in files]
+    if pattern and not _is_audio(path.name):
+        return []  # a pattern such as calls/* names the audio in it, not its notes
+    return [_local(path)]
+
+
+def _from_manifest(manifest: Path) -> list[InputFile]:
+    """One path or URI a line; blank lines and ``#`` comments skipped; relative paths are relative to the manifest."""
+    files = []
+    for number, line in enumerate(manifest.read_text().splitlines(), 1):
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        target = entry if "://" in entry or Path(entry).is_absolute() else str(manifest.parent / entry)
+        try:
+            files += _expand(target)
+        except InputError as error:
+            raise InputError(f"{manifest}, line {number}: {error}") from None
+    return files
+
+
+def _local(path: Path) -> InputFile:
+    absolute = path.resolve()
+    stat = absolute.stat()
+    return InputFile(path=str(absolute), location=str(absolute), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+
+
+def _from_filesystem(uri: str) -> list[InputFile]:
+    try:
+        filesystem, location = fs.FileSystem.from_uri(uri)
+        info = filesystem.get_file_info(location)
+        if info.type == fs.FileType.Directory:
+            infos = [each for each in filesystem.get_file_info(fs.FileSelector(location, recursive=True))
+                     if each.type == fs.FileType.File and _is_audio(each.base_name)]
+        elif info.type == fs.FileType.File:
+            infos = [info]
+        else:
+            raise InputError(f"{uri}: no such file or folder")
+    except (OSError, ValueError) as error:
+        if isinstance(error, InputError):
+            raise
+        raise InputError(f"{uri}: cannot be listed ({error})") from None
+    scheme = uri.split("://", 1)[0]
+    return [
+        InputFile(path=f"{scheme}://{each.path}", location=each.path, size=each.size or 0,
+                  mtime_ns=each.mtime_ns or 0)
+        for each in sorted(infos, key=lambda each: each.path)
+    ]
+
+
+def _is_audio(name: str) -> bool:
+    return Path(name).suffix.lower() in AUDIO_EXTENSIONS

@@ -1,0 +1,242 @@
+"""The batch job on Ray Data: ``read_binary_files`` -> ``map_batches`` over a pool of actors that
+each load the models once -> rows streamed back to the driver, which records each as it arrives.
+
+With no ``address`` a local Ray instance sized to the machine is started (and stopped at the
+end); ``address="auto"`` or ``"ray://host:10001"`` joins an existing cluster, where every node
+needs this package installed and the inputs readable (a shared folder or a bucket). Files are
+read one per block, so memory is bounded by the actors and Ray Data's backpressure, not by the
+corpus. A file the orchestrator refuses (undecodable, too long, ...) is a row with its error; a
+file the job never reached is a row saying so: no input is silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speaker_transcripts.batch.inputs import InputFile, expand_inputs
+from speaker_transcripts.batch.results import ResultsLog
+from speaker_transcripts.config import ModelSettings
+from speaker_transcripts.errors import InvalidRequestError
+
+# What the actors need from the driver's environment (a cluster's workers do not inherit it).
+FORWARDED_ENVIRONMENT = (
+    "HF_TOKEN", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "EMBEDDED_MODELS_DIR", "XDG_CACHE_HOME",
+    "PYANNOTE_METRICS_ENABLED", "OMP_WAIT_POLICY", "DEVICE", "DTYPE", "SPEECH_GATE", "MAX_AUDIO_SECONDS", "MAX_BATCH_ITEMS",
+    "PIP_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
+)
+NEVER_REACHED = "the job ended before this file was transcribed; run the same command again to finish it"
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Where and how wide the job runs."""
+
+    address: str | None = None  # None: a local Ray instance sized to this machine
+    workers: int = 1  # actors, each with its own copy of the models
+    cpus_per_worker: float | None = None  # None: this machine's cores shared out between the workers
+    gpus_per_worker: float = 0.0
+    output_format: str = "jsonl"  # or "parquet" (results.jsonl is kept as the record either way)
+
+
+@dataclass
+class BatchSummary:
+    """What the job did, for the closing paragraph and the exit status."""
+
+    total: int
+    skipped: int = 0
+    done: int = 0
+    failed: int = 0
+    audio_seconds: float = 0.0
+    elapsed_s: float = 0.0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def paragraph(self, out: Path) -> str:
+        rate = self.audio_seconds / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return (
+            f"{self.done + self.failed} of {self.total} files transcribed in {self.elapsed_s:.0f} s "
+            f"({self.done} done, {self.failed} failed, {self.skipped} already done before this run); "
+            f"{_amount(self.audio_seconds)} of audio, {rate:.1f} audio hours per hour (start-up included). "
+            f"Rows: {out / 'results.jsonl'}"
+        )
+
+
+def _amount(seconds: float) -> str:
+    """Audio time as a person reads it: 42 s, 12.5 min, 3.20 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.2f} h"
+
+
+class TranscribeFiles:
+    """A Ray actor: the orchestrator loaded once, then one row per file of every batch it is handed.
+
+    The job's settings and parameters are attributes of a subclass made for it (``for_job``), not
+    constructor arguments: those would sit in the object store, which Ray warns about on every
+    run because a restarted actor could lose them."""
+
+    settings: ModelSettings
+    parameters: dict[str, Any]
+
+    @classmethod
+    def for_job(cls, settings: ModelSettings, parameters: dict[str, Any]) -> type[TranscribeFiles]:
+        return type(cls.__name__, (cls,), {"settings": settings, "parameters": parameters})
+
+    def __init__(self) -> None:
+        from speaker_transcripts.pipeline.transcriber import Transcriber
+
+        self.transcriber = Transcriber(self.settings)
+        configured = self.transcriber.configured
+        self.models = {"asr": configured.asr_model, "assistant": configured.assistant_model,
+                       "diarization": configured.diarization_model}
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
+        return {"row": [json.dumps(self.row(bytes(data), str(location))) for data, location in zip(batch["bytes"], batch["path"])]}
+
+    def row(self, data: bytes, location: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        result: dict[str, Any] = {}
+        error = None
+        try:
+            result = self.transcriber({"inputs": data, "parameters": self.parameters})
+        except InvalidRequestError as refused:
+            error = str(refused)
+        except Exception as failure:  # noqa: BLE001 (one file's failure is its row, never the job's end)
+            error = f"internal error: {type(failure).__name__}: {failure}"
+        return {
+            "location": location,
+            "duration": result.get("duration"),
+            "language": result.get("language"),
+            "text": result.get("text"),
+            "segments": _segments(result),
+            "decoding": result.get("decoding"),
+            "warnings": result.get("warnings", []),
+            "models": self.models,
+            "seconds": round(time.perf_counter() - started, 3),
+            "error": error,
+        }
+
+
+def _segments(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Speaker segments when diarizing, Whisper's segments otherwise (speaker null)."""
+    pieces = result.get("speakers") or result.get("chunks") or []
+    return [{"speaker": piece.get("speaker"), "start": piece["timestamp"][0], "end": piece["timestamp"][1],
+             "text": piece["text"]} for piece in pieces]
+
+
+def run_batch(
+    inputs: list[str],
+    out: Path,
+    settings: ModelSettings,
+    parameters: dict[str, Any],
+    options: BatchOptions = BatchOptions(),
+    report: Callable[[str], None] | None = None,
+) -> BatchSummary:
+    """Transcribe every audio file ``inputs`` name into the rows of ``out``; see the module docstring."""
+    say = report or (lambda line: print(line, file=sys.stderr, flush=True))
+    started = time.monotonic()
+    files = expand_inputs(inputs)
+    log = ResultsLog(out)
+    finished = log.finished()
+    todo = [file for file in files if file.key not in finished]
+    summary = BatchSummary(total=len(files), skipped=len(files) - len(todo))
+    say(f"{len(files)} files; {summary.skipped} already done in {out}, {len(todo)} to transcribe")
+    if todo:
+        reached = _transcribe(todo, log, settings, parameters, options, summary, say, started)
+        for file in todo:
+            if file.key not in reached:  # nothing is silently dropped
+                log.append(_unreached_row(file))
+                summary.failed += 1
+    summary.rows = log.finalise(files, parquet=options.output_format == "parquet")
+    summary.elapsed_s = time.monotonic() - started
+    say(summary.paragraph(out))
+    return summary
+
+
+def _transcribe(
+    todo: list[InputFile],
+    log: ResultsLog,
+    settings: ModelSettings,
+    parameters: dict[str, Any],
+    options: BatchOptions,
+    summary: BatchSummary,
+    say: Callable[[str], None],
+    started: float,
+) -> set[str]:
+    import ray
+
+    started_ray = _start_ray(options)
+    try:
+        dataset = _dataset(todo, settings, parameters, options)
+        by_location = {file.location: file for file in todo}
+        reached: set[str] = set()
+        for record in dataset.iter_rows():
+            row = json.loads(record["row"])
+            file = by_location[row.pop("location")]
+            row = {"path": file.path, "size_bytes": file.size, "mtime_ns": file.mtime_ns, **row}
+            log.append(row)
+            reached.add(file.key)
+            if row["error"] is None:
+                summary.done += 1
+                summary.audio_seconds += row["duration"] or 0.0
+                outcome = f"{row['duration']:.1f} s of audio in {row['seconds']:.1f} s"
+            else:
+                summary.failed += 1
+                outcome = f"FAILED: {row['error']}"
+            say(f"[{summary.done + summary.failed}/{len(todo)}] {file.path}: {outcome} "
+                f"({summary.failed} failed so far; {_amount(summary.audio_seconds)} of audio in {time.monotonic() - started:.0f} s)")
+        return reached
+    finally:
+        if started_ray:
+            ray.shutdown()
+
+
+def _start_ray(options: BatchOptions) -> bool:
+    """Join the cluster at ``address``, or start a local instance; True when this call started it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    environment = {name: os.environ[name] for name in FORWARDED_ENVIRONMENT if name in os.environ}
+    ray.init(
+        address=options.address,
+        num_cpus=None if options.address else os.cpu_count(),
+        include_dashboard=False,
+        logging_level=logging.ERROR,  # Ray's start-up notices; each file's outcome is reported here instead
+        log_to_driver=False,  # the workers' library chatter; each file's outcome is reported here
+        runtime_env={"env_vars": environment},
+    )
+    return True
+
+
+def _dataset(todo: list[InputFile], settings: ModelSettings, parameters: dict[str, Any], options: BatchOptions) -> Any:
+    import ray
+
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # one line per file instead
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # execution plans and "progress bars disabled"
+    cpus = options.cpus_per_worker or max(1.0, (os.cpu_count() or 1) / options.workers)
+    # One file a block, so files stream through; reading reserves no CPU, or actors that hold every
+    # core would leave the reads unschedulable (a local job on 2 cores waited forever).
+    return ray.data.read_binary_files(
+        [file.path for file in todo], include_paths=True, override_num_blocks=len(todo), num_cpus=0
+    ).map_batches(
+        TranscribeFiles.for_job(settings, parameters),
+        batch_size=1,
+        compute=ray.data.ActorPoolStrategy(size=options.workers),
+        num_cpus=cpus,
+        num_gpus=options.gpus_per_worker or None,
+    )
+
+
+def _unreached_row(file: InputFile) -> dict[str, Any]:
+    return {"path": file.path, "size_bytes": file.size, "mtime_ns": file.mtime_ns, "duration": None, "language": None,
+            "text": None, "segments": [], "decoding": None, "warnings": [], "models": None, "seconds": None,
+            "error": NEVER_REACHED}

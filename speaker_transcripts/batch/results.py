@@ -1,0 +1,102 @@
+"""The record of a batch job: one row per input file, appended as each file finishes, so a job
+that is killed loses at most the files in flight, and a rerun skips what is done.
+
+``results.jsonl`` in the output folder is the record itself: one JSON object a line, each line
+flushed and synced to disk before the next file is reported. A line cut short by a kill is
+dropped when the job is resumed; at the end the file is rewritten (atomically: a temporary file
+renamed over it) with the latest row of each input, in input order, and ``results.parquet`` is
+written the same way when asked for. Rows (the schema of both formats):
+
+- ``path`` (string), ``size_bytes`` (int64), ``mtime_ns`` (int64): the input, as it was read;
+- ``duration`` (float64, seconds), ``language`` (string), ``text`` (string);
+- ``segments``: list of ``{speaker, start, end, text}`` (speaker null without diarization);
+- ``decoding`` (string): the path that ran, ``"none"`` when no speech was found;
+- ``warnings``: list of strings; ``models``: ``{asr, assistant, diarization}`` as configured;
+- ``seconds`` (float64): time the file took in its worker;
+- ``error`` (string or null): the message the handler gives for a file it cannot transcribe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from speaker_transcripts.batch.inputs import InputFile
+
+JOURNAL = "results.jsonl"
+PARQUET = "results.parquet"
+SCHEMA = pa.schema([
+    ("path", pa.string()), ("size_bytes", pa.int64()), ("mtime_ns", pa.int64()),
+    ("duration", pa.float64()), ("language", pa.string()), ("text", pa.string()),
+    ("segments", pa.list_(pa.struct([("speaker", pa.string()), ("start", pa.float64()), ("end", pa.float64()),
+                                      ("text", pa.string())]))),
+    ("decoding", pa.string()), ("warnings", pa.list_(pa.string())),
+    ("models", pa.struct([("asr", pa.string()), ("assistant", pa.string()), ("diarization", pa.string())])),
+    ("seconds", pa.float64()), ("error", pa.string()),
+])
+
+
+def row_key(row: dict[str, Any]) -> str:
+    return InputFile(row["path"], row["path"], row["size_bytes"], row["mtime_ns"]).key
+
+
+class ResultsLog:
+    """The rows of one output folder, read back on resume and appended to as files finish."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.journal = folder / JOURNAL
+        self.rows = self._read_intact()  # key -> latest row
+
+    def finished(self) -> set[str]:
+        """Keys of the files whose latest row has no error: a rerun skips them and retries the rest."""
+        return {key for key, row in self.rows.items() if row.get("error") is None}
+
+    def append(self, row: dict[str, Any]) -> None:
+        with self.journal.open("a", encoding="utf-8") as journal:
+            journal.write(json.dumps(row, ensure_ascii=False) + "\n")
+            journal.flush()
+            os.fsync(journal.fileno())
+        self.rows[row_key(row)] = row
+
+    def finalise(self, order: Iterable[InputFile], parquet: bool) -> list[dict[str, Any]]:
+        """One row per input (the latest), in input order, rewritten atomically; Parquet beside it if asked."""
+        rows = [self.rows[file.key] for file in order if file.key in self.rows]
+        _replace(self.journal, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode())
+        if parquet:
+            temporary = self.folder / f".{PARQUET}.partial"
+            pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), temporary)
+            os.replace(temporary, self.folder / PARQUET)
+        return rows
+
+    def _read_intact(self) -> dict[str, dict[str, Any]]:
+        if not self.journal.exists():
+            return {}
+        data = self.journal.read_bytes()
+        intact = data[: data.rfind(b"\n") + 1]  # a kill mid-write leaves a last line without its newline
+        rows: dict[str, dict[str, Any]] = {}
+        for line in intact.splitlines():
+            try:
+                row = json.loads(line)
+                rows[row_key(row)] = row
+            except (ValueError, KeyError, TypeError):
+                continue  # not a row of ours: left out of the rewrite
+        if len(intact) != len(data):
+            _replace(self.journal, intact)
+        return rows
+
+
+def _replace(path: Path, content: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.partial")
+    with temporary.open("wb") as stream:
+        stream.write(content)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, path)

@@ -1,0 +1,92 @@
+"""The batch job on a local Ray instance (started once for the module), with tiny models: the
+right rows, an error row for each bad file, both formats read back, resume, nothing dropped."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from audio_files import pcm_wav
+
+from speaker_transcripts.batch import job
+from speaker_transcripts.batch.job import NEVER_REACHED, BatchOptions, run_batch
+from speaker_transcripts.config import ModelSettings
+
+ray = pytest.importorskip("ray", reason="the batch extra (Ray Data) is not installed")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def corpus(tmp_path, speech_wav):
+    folder = tmp_path / "corpus"
+    (folder / "week").mkdir(parents=True)
+    (folder / "good.wav").write_bytes(speech_wav)
+    (folder / "week" / "quiet.wav").write_bytes(pcm_wav(np.zeros(16000)))
+    (folder / "week" / "corrupt.wav").write_bytes(b"RIFF" + bytes(range(256)) * 8)
+    (folder / "week" / "too-long.wav").write_bytes(pcm_wav(np.zeros(16000 * 7)))
+    (folder / "week" / "notes.txt.md").write_text("not audio")
+    return folder
+
+
+@pytest.fixture
+def settings(tiny_models):
+    return ModelSettings(asr_model=str(tiny_models["whisper_en"]), diarization_model=None, max_audio_seconds=5, warmup=False)
+
+
+OPTIONS = BatchOptions(workers=1, cpus_per_worker=1, output_format="parquet")
+
+
+def test_every_file_gets_its_row_and_bad_files_their_errors(corpus, settings, tmp_path):
+    lines: list[str] = []
+    summary = run_batch([str(corpus)], tmp_path / "out", settings, {"language": "en"}, OPTIONS, report=lines.append)
+    rows = {row["path"].split("/corpus/")[1]: row for row in summary.rows}
+    assert set(rows) == {"good.wav", "week/quiet.wav", "week/corrupt.wav", "week/too-long.wav"}
+    assert rows["good.wav"]["error"] is None and rows["good.wav"]["duration"] == pytest.approx(2.786, abs=0.01)
+    assert rows["good.wav"]["models"]["asr"] == settings.asr_model and rows["good.wav"]["decoding"].startswith("batched")
+    assert rows["week/quiet.wav"]["error"] is None and rows["week/quiet.wav"]["decoding"] == "none"
+    assert "could not decode the audio" in rows["week/corrupt.wav"]["error"]
+    assert "MAX_AUDIO_SECONDS" in rows["week/too-long.wav"]["error"]
+    assert (summary.done, summary.failed, summary.skipped) == (2, 2, 0)
+    assert lines[0].startswith("4 files") and lines[-1].startswith("4 of 4 files transcribed")
+    assert sum("FAILED" in line for line in lines) == 2
+
+    jsonl = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    parquet = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert [row["path"] for row in jsonl] == list(parquet.path) == [row["path"] for row in summary.rows]
+    assert pq.read_table(tmp_path / "out" / "results.parquet").to_pylist() == jsonl  # pandas reads None as NaN
+
+
+def test_a_rerun_skips_what_is_done_and_retries_what_failed(corpus, settings, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    run_batch([str(corpus)], out, settings, {"language": "en"}, OPTIONS, report=lambda _: None)
+    first = (out / "results.jsonl").read_text()
+    read = []
+    original = job._dataset
+    monkeypatch.setattr(job, "_dataset", lambda todo, *rest: read.extend(file.path for file in todo) or original(todo, *rest))
+    again = run_batch([str(corpus)], out, settings, {"language": "en"}, OPTIONS, report=lambda _: None)
+    assert sorted(path.split("/")[-1] for path in read) == ["corrupt.wav", "too-long.wav"]
+    assert (again.skipped, again.done, again.failed) == (2, 0, 2)
+    assert [json.loads(line)["path"] for line in (out / "results.jsonl").read_text().splitlines()] == [
+        json.loads(line)["path"] for line in first.splitlines()
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:Use 'expr' instead of 'fn'")
+def test_no_file_is_silently_dropped(corpus, settings, tmp_path, monkeypatch):
+    """Should the dataset ever yield fewer rows than files (a lost block, a killed worker), each
+    missing file still gets a row, saying it was never transcribed."""
+    original = job._dataset
+    monkeypatch.setattr(job, "_dataset", lambda *args: original(*args).filter(lambda record: "good.wav" not in record["row"]))
+    summary = run_batch([str(corpus)], tmp_path / "out", settings, {"language": "en"}, OPTIONS, report=lambda _: None)
+    (good,) = [row for row in summary.rows if row["path"].endswith("good.wav")]
+    assert good["error"] == NEVER_REACHED and len(summary.rows) == 4
