@@ -23,6 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from speaker_transcripts.cli.options import add_request_options, model_settings, request_parameters
+from speaker_transcripts.config import parse_parameters
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, SubtitleRules, render
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
@@ -78,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
             min_cue_s=arguments.min_cue_seconds,
         )
     except ValueError as error:
+        print(f"speaker-transcripts transcribe: error: {error}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    try:
+        parse_parameters(request_parameters(arguments))  # --num-speakers 0, --min-speakers 3 --max-speakers 1: now, not after loading
+    except InvalidRequestError as error:
         print(f"speaker-transcripts transcribe: error: {error}", file=sys.stderr)
         return EXIT_NOT_STARTED
     try:

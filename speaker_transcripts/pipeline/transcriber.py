@@ -161,6 +161,7 @@ class Transcriber:
                 wait([diarization])
             raise
         turns = diarization.result() if diarization is not None else None
+        warnings = warnings + _speaker_count_warnings(config, turns)
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
         chunks, speakers, warnings = self._attribute(transcript.chunks, turns, config, asr_config, warnings)
@@ -209,6 +210,17 @@ class Transcriber:
         if self.decoding_policy.choose(duration):
             return config.model_copy(update={"assisted": True, "batch_size": 1})
         return config.model_copy(update={"assisted": False})
+
+
+def _speaker_count_warnings(config: InferenceConfig, turns: list[Turn] | None) -> list[str]:
+    """pyannote finds fewer speakers than asked for with a UserWarning in the server's log; the
+    client who asked should hear it too."""
+    wanted = config.num_speakers or config.min_speakers
+    found = len({turn.speaker for turn in turns}) if turns is not None else None
+    if not wanted or found is None or found >= wanted:
+        return []
+    asked = f"exactly {wanted}" if config.num_speakers else f"at least {wanted}"
+    return [f"asked for {asked} speakers, but diarization found {found} in this audio"]
 
 
 def _return_freed_memory() -> None:

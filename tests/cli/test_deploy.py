@@ -22,7 +22,12 @@ MODELS = ["--asr-model", "openai/whisper-large-v3", "--assistant-model", "distil
 
 def run_deploy(base_url: str, *arguments: str) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    env.update(HF_ENDPOINT=base_url, HF_INFERENCE_ENDPOINTS_API=base_url + "/v2", HF_TOKEN=TOKEN, HF_HOME=tempfile.mkdtemp(prefix="hf-home-"))
+    with tempfile.TemporaryDirectory(prefix="hf-home-") as hf_home:  # removed afterwards: no folders left behind
+        env.update(HF_ENDPOINT=base_url, HF_INFERENCE_ENDPOINTS_API=base_url + "/v2", HF_TOKEN=TOKEN, HF_HOME=hf_home)
+        return _deploy(env, arguments)
+
+
+def _deploy(env: dict[str, str], arguments: tuple[str, ...]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "speaker_transcripts", "deploy", "--poll", "0.05", "--timeout", "30", *arguments], cwd=ROOT, env=env,
                           check=False, capture_output=True, text=True, timeout=120)
 

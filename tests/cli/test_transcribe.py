@@ -122,3 +122,10 @@ def test_silence_is_reported_on_stderr_not_left_as_an_empty_document(tiny_models
     assert cli.main([str(silent), "--format", "srt", "--language", "en"]) == 0
     captured = capsys.readouterr()
     assert f"{silent}: no speech detected" in captured.err and captured.out.strip() == ""
+
+
+@pytest.mark.parametrize("options", [["--num-speakers", "0"], ["--min-speakers", "3", "--max-speakers", "1"]])
+def test_parameters_that_cannot_work_exit_2_before_the_models_load(audio_files, options, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    assert cli.main([str(audio_files["good"]), *options]) == cli.EXIT_NOT_STARTED
+    assert "speakers" in capsys.readouterr().err

@@ -480,3 +480,13 @@ def test_streaming_hands_over_the_first_piece_while_the_rest_is_still_decoding(p
         hook.remove()
     first_segment = events.index("segment")
     assert "step" in events[first_segment:], "decoding went on after the first segment was handed over"
+
+
+def test_fewer_speakers_than_asked_for_is_said_in_the_response(handler, speech_wav, monkeypatch):
+    from conftest import two_speakers
+
+    monkeypatch.setattr(handler, "diarization_pipeline", two_speakers)
+    asked = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", "num_speakers": 3}})
+    assert "asked for exactly 3 speakers, but diarization found 2 in this audio" in asked["warnings"]
+    enough = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", "min_speakers": 2}})
+    assert not any("asked for" in warning for warning in enough["warnings"])
