@@ -78,9 +78,10 @@ def _amount(seconds: float) -> str:
 class TranscribeFiles:
     """A Ray actor: the orchestrator loaded once, then one row per file of every batch it is handed.
 
-    The job's settings and parameters are attributes of a subclass made for it (``for_job``), not
-    constructor arguments: those would sit in the object store, which Ray warns about on every
-    run because a restarted actor could lose them."""
+    The job's settings and parameters are attributes of a subclass made for it (``for_job``), so
+    the class Ray ships to each actor carries them and its constructor takes nothing. (Ray 2.60
+    still prints one "constructor arguments in the object store" line per actor from its C++
+    core; it names Ray's own wrapper arguments, not these.)"""
 
     settings: ModelSettings
     parameters: dict[str, Any]
