@@ -44,7 +44,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.audio_files import float_wav, pcm_wav
+from tests.audio_files import float_wav, pcm_wav, stills_beside_audio, streamed_wav
 
 KEY = "probe-key-not-secret"
 MAX_CONNECTIONS = 32  # above the 20 slow clients of the slowloris stage; the lock-out stage fills it
@@ -286,32 +286,13 @@ def oversized_heads(url: str, rng: random.Random, server: Server) -> list[tuple[
 
 def decoder_bombs(rng: random.Random, speech: np.ndarray) -> list[tuple[str, bytes]]:
     """Files that are small but would decode to far more than they look."""
-    import io
-
-    import av
-
     rate = rng.randint(1, 9)
     low = pcm_wav(np.resize(speech, rng.randint(2000, 40000)), rate)
-    streamed = bytearray(pcm_wav(np.resize(speech, 16000 * rng.randint(130, 150))[: 16000 * 150], 16000))
-    streamed[4:8] = streamed[40:44] = b"\xff\xff\xff\xff"
+    streamed = streamed_wav(np.resize(speech, 16000 * rng.randint(130, 150)))
     size, count = rng.randint(5000, 9000), rng.randint(2, 4)
-    buffer = io.BytesIO()
-    with av.open(buffer, "w", format="nut") as output:
-        sound = output.add_stream("pcm_s16le", rate=16000, layout="mono")
-        stills = [output.add_stream("png", rate=1) for _ in range(count)]
-        for still in stills:
-            still.width = still.height = size
-            still.pix_fmt = "rgb24"
-        for still in stills:
-            frame = av.VideoFrame.from_ndarray(np.zeros((size, size, 3), np.uint8), format="rgb24")
-            for packet in [*still.encode(frame), *still.encode(None)]:
-                output.mux(packet)
-        audio = av.AudioFrame.from_ndarray((speech[None, :16000] * 30000).astype(np.int16), format="s16", layout="mono")
-        audio.sample_rate = 16000
-        for packet in [*sound.encode(audio), *sound.encode(None)]:
-            output.mux(packet)
-    return [(f"WAV declaring {rate} Hz", low), ("streamed WAV, no length, 130-150 s", bytes(streamed)),
-            (f"{count} still images {size}x{size} beside 1 s of audio", buffer.getvalue())]
+    stills = stills_beside_audio(size, count, speech[:16000])
+    return [(f"WAV declaring {rate} Hz", low), ("streamed WAV, no length, 130-150 s", streamed),
+            (f"{count} still images {size}x{size} beside 1 s of audio", stills)]
 
 
 def damaged_cache(asr_model: str, port: int, speech: np.ndarray) -> list[tuple[str, str]]:

@@ -1,5 +1,6 @@
-"""WAV files written without the decoder under test: PCM16 through the standard library, and
-IEEE float by hand (the only common format that can carry NaN)."""
+"""Audio files for tests and the probe: WAV written without the decoder under test (PCM16 through
+the standard library, IEEE float by hand: the only common format that can carry NaN), a WAV
+whose header gives no length, and still images beside a second of audio (through PyAV's encoders)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,32 @@ def float_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
     header += rate.to_bytes(4, "little") + (rate * 4).to_bytes(4, "little") + (4).to_bytes(2, "little") + (32).to_bytes(2, "little")
     body = b"WAVE" + header + b"data" + len(data).to_bytes(4, "little") + data
     return b"RIFF" + len(body).to_bytes(4, "little") + body
+
+
+def streamed_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
+    """A WAV whose header gives no length (as a live stream writes it): only decoding tells how long it is."""
+    wav = bytearray(pcm_wav(samples, rate))
+    wav[4:8] = wav[40:44] = b"\xff\xff\xff\xff"
+    return bytes(wav)
+
+
+def stills_beside_audio(size: int, count: int, samples: np.ndarray) -> bytes:
+    """A NUT file: ``count`` black ``size`` x ``size`` PNG video streams and 16-kHz ``samples`` (floats in [-1, 1])."""
+    import av
+
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format="nut") as output:
+        sound = output.add_stream("pcm_s16le", rate=16000, layout="mono")
+        stills = [output.add_stream("png", rate=1) for _ in range(count)]
+        for still in stills:  # every stream is set up before the first packet opens them all
+            still.width = still.height = size
+            still.pix_fmt = "rgb24"
+        for still in stills:
+            frame = av.VideoFrame.from_ndarray(np.zeros((size, size, 3), np.uint8), format="rgb24")
+            for packet in [*still.encode(frame), *still.encode(None)]:
+                output.mux(packet)
+        audio = av.AudioFrame.from_ndarray((np.clip(samples, -1, 1)[None, :] * 30000).astype(np.int16), format="s16", layout="mono")
+        audio.sample_rate = 16000
+        for packet in [*sound.encode(audio), *sound.encode(None)]:
+            output.mux(packet)
+    return buffer.getvalue()

@@ -96,17 +96,15 @@ def _from_filesystem(uri: str) -> list[InputFile]:
     try:
         filesystem, location = fs.FileSystem.from_uri(uri)
         info = filesystem.get_file_info(location)
-        if info.type == fs.FileType.Directory:
-            infos = [each for each in filesystem.get_file_info(fs.FileSelector(location, recursive=True))
-                     if each.type == fs.FileType.File and _is_audio(each.base_name)]
-        elif info.type == fs.FileType.File:
-            infos = [info]
-        else:
-            raise InputError(f"{uri}: no such file or folder")
+        listed = filesystem.get_file_info(fs.FileSelector(location, recursive=True)) if info.type == fs.FileType.Directory else []
     except (OSError, ValueError) as error:
-        if isinstance(error, InputError):
-            raise
         raise InputError(f"{uri}: cannot be listed ({error})") from None
+    if info.type == fs.FileType.File:
+        infos = [info]
+    elif info.type == fs.FileType.Directory:
+        infos = [each for each in listed if each.type == fs.FileType.File and _is_audio(each.base_name)]
+    else:
+        raise InputError(f"{uri}: no such file or folder")
     scheme = uri.split("://", 1)[0]
     return [
         InputFile(path=f"{scheme}://{each.path}", location=each.path, size=each.size or 0,

@@ -76,24 +76,13 @@ def _amount(seconds: float) -> str:
 
 
 class TranscribeFiles:
-    """A Ray actor: the orchestrator loaded once, then one row per file of every batch it is handed.
+    """A Ray actor: the orchestrator loaded once, then one row per file of every batch it is handed."""
 
-    The job's settings and parameters are attributes of a subclass made for it (``for_job``), so
-    the class Ray ships to each actor carries them and its constructor takes nothing. (Ray 2.60
-    still prints one "constructor arguments in the object store" line per actor from its C++
-    core; it names Ray's own wrapper arguments, not these.)"""
-
-    settings: ModelSettings
-    parameters: dict[str, Any]
-
-    @classmethod
-    def for_job(cls, settings: ModelSettings, parameters: dict[str, Any]) -> type[TranscribeFiles]:
-        return type(cls.__name__, (cls,), {"settings": settings, "parameters": parameters})
-
-    def __init__(self) -> None:
+    def __init__(self, settings: ModelSettings, parameters: dict[str, Any]) -> None:
         from speaker_transcripts.pipeline.transcriber import Transcriber
 
-        self.transcriber = Transcriber(self.settings)
+        self.transcriber = Transcriber(settings)
+        self.parameters = parameters
         configured = self.transcriber.configured
         self.models = {"asr": configured.asr_model, "assistant": configured.assistant_model,
                        "diarization": configured.diarization_model}
@@ -141,9 +130,20 @@ def run_batch(
     report: Callable[[str], None] | None = None,
 ) -> BatchSummary:
     """Transcribe every audio file ``inputs`` name into the rows of ``out``; see the module docstring."""
+    return run_files(expand_inputs(inputs), out, settings, parameters, options, report)
+
+
+def run_files(
+    files: list[InputFile],
+    out: Path,
+    settings: ModelSettings,
+    parameters: dict[str, Any],
+    options: BatchOptions = BatchOptions(),
+    report: Callable[[str], None] | None = None,
+) -> BatchSummary:
+    """``run_batch`` on files already listed (the command lists them once, to refuse bad inputs early)."""
     say = report or (lambda line: print(line, file=sys.stderr, flush=True))
     started = time.monotonic()
-    files = expand_inputs(inputs)
     log = ResultsLog(out)
     finished = log.finished()
     todo = [file for file in files if file.key not in finished]
@@ -229,7 +229,8 @@ def _dataset(todo: list[InputFile], settings: ModelSettings, parameters: dict[st
     return ray.data.read_binary_files(
         [file.path for file in todo], include_paths=True, override_num_blocks=len(todo), num_cpus=0
     ).map_batches(
-        TranscribeFiles.for_job(settings, parameters),
+        TranscribeFiles,
+        fn_constructor_kwargs={"settings": settings, "parameters": parameters},
         batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=options.workers),
         num_cpus=cpus,

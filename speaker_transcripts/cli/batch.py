@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     try:
         from speaker_transcripts.batch.inputs import InputError, expand_inputs
-        from speaker_transcripts.batch.job import BatchOptions, run_batch
+        from speaker_transcripts.batch.job import BatchOptions, run_files
     except ModuleNotFoundError as missing:
         print(f"speaker-transcripts batch needs Ray Data ({missing.name} is not installed): pip install 'speaker-transcripts[batch]'",
               file=sys.stderr)
         return EXIT_USAGE
     try:
-        expand_inputs(arguments.inputs)  # unusable inputs stop here, before Ray and the models start
+        files = expand_inputs(arguments.inputs)  # unusable inputs stop here, before Ray and the models start
     except InputError as error:
         print(f"speaker-transcripts batch: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -57,5 +57,5 @@ def main(argv: list[str] | None = None) -> int:
         address=arguments.address, workers=arguments.workers, cpus_per_worker=arguments.cpus_per_worker,
         gpus_per_worker=arguments.gpus_per_worker, output_format=arguments.format,
     )
-    summary = run_batch(arguments.inputs, arguments.out, model_settings(arguments), request_parameters(arguments), options)
+    summary = run_files(files, arguments.out, model_settings(arguments), request_parameters(arguments), options)
     return EXIT_FILE_FAILED if summary.failed else 0

@@ -127,8 +127,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head, self._head_bytes, self._head_tail = True, 0, b""  # what follows is the next request
 
     def on_response_complete(self) -> None:
+        answered = self._running  # ``cycle`` may be a pipelined request behind it, still arriving and unanswered
         super().on_response_complete()
-        if self.cycle is not None and self.cycle.more_body and not self.transport.is_closing():
+        if answered is not None and answered.more_body and not self.transport.is_closing():
             self._close()  # its body is still arriving and nobody will read it: don't let it hold the connection
 
     def pause_writing(self) -> None:

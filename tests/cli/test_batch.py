@@ -10,7 +10,7 @@ from speaker_transcripts.cli import batch
 def test_an_input_that_names_nothing_exits_2_at_once(tmp_path, capsys, monkeypatch):
     from speaker_transcripts.batch import job
 
-    monkeypatch.setattr(job, "run_batch", lambda *a, **k: pytest.fail("the job started"))
+    monkeypatch.setattr(job, "run_files", lambda *a, **k: pytest.fail("the job started"))
     assert batch.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == batch.EXIT_USAGE
     assert "nowhere: no such file or folder" in capsys.readouterr().err
 

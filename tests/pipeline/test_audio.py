@@ -8,7 +8,7 @@ import io
 import av
 import numpy as np
 import pytest
-from audio_files import float_wav, pcm_wav
+from audio_files import float_wav, pcm_wav, stills_beside_audio
 
 from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file, decode_inputs, from_array
@@ -197,20 +197,7 @@ def test_video_streams_are_not_decoded_to_find_the_audio(tmp_path):
     import sys
 
     path = tmp_path / "stills.nut"
-    with av.open(str(path), "w", format="nut") as output:
-        sound = output.add_stream("pcm_s16le", rate=16000, layout="mono")
-        stills = [output.add_stream("png", rate=1) for _ in range(4)]
-        for still in stills:  # every stream is set up before the first packet opens them all
-            still.width = still.height = 8000
-            still.pix_fmt = "rgb24"
-        for still in stills:
-            frame = av.VideoFrame.from_ndarray(np.zeros((8000, 8000, 3), np.uint8), format="rgb24")
-            for packet in [*still.encode(frame), *still.encode(None)]:
-                output.mux(packet)
-        samples = av.AudioFrame.from_ndarray((tone(1.0, 16000) * 30000).astype(np.int16), format="s16", layout="mono")
-        samples.sample_rate = 16000
-        for packet in [*sound.encode(samples), *sound.encode(None)]:
-            output.mux(packet)
+    path.write_bytes(stills_beside_audio(8000, 4, tone(1.0, 16000)[0]))
     # VmHWM, the peak of this process's own memory (ru_maxrss would carry over the test process's peak through exec)
     measure = (
         "import re, sys; from speaker_transcripts.pipeline.audio import decode_file; data = open(sys.argv[1], 'rb').read();"

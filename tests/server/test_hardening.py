@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from audio_files import float_wav, pcm_wav
+from audio_files import float_wav, pcm_wav, streamed_wav
 from conftest import two_speakers
 from servers import serving
 
@@ -115,12 +115,6 @@ def cases(speech: np.ndarray) -> list[Case]:
         Case("5000 unknown parameters", speech_wav, {f"p{i}": i for i in range(5000)}, 200, "^4990 more unknown parameters"),
     ]
 
-
-def streamed_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
-    """A WAV whose header gives no length (as a live stream writes it): only decoding tells how long it is."""
-    wav = bytearray(pcm_wav(samples, rate))
-    wav[4:8] = wav[40:44] = b"\xff\xff\xff\xff"
-    return bytes(wav)
 
 
 def nested(depth: int) -> list:
