@@ -18,6 +18,8 @@ loads torch only where the module itself needs it.
 
 from __future__ import annotations
 
+import os
+import sys
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +28,13 @@ if TYPE_CHECKING:
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
 __all__ = ["ModelSettings", "Transcriber", "__version__"]
+
+# OpenMP's default (active) wait policy spins idle threads for a while before they sleep: with
+# another process on the same cores, pyannote and torch ran 10-15x slower (bench/busy_machine.py).
+# libgomp reads the policy once, when torch loads it, so it is set here, before any module of the
+# package imports torch; a policy the user set is kept, and a process that loaded torch first keeps its own.
+if "torch" not in sys.modules:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:
     __version__ = metadata.version("speaker-transcripts")
