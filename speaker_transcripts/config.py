@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,12 +160,42 @@ def is_whisper_checkpoint(path: str | Path) -> bool:
         return False
 
 
+MAX_KNOWN_SPEAKERS = 8  # enrolment clips per request: each is decoded and embedded before diarization
+MAX_SPEAKER_NAME_CHARS = 64
+# Labels the service gives anonymous speakers: a known speaker named so would be confused with one.
+RESERVED_SPEAKER_NAMES = re.compile(r"SPEAKER_\d+|UNKNOWN", re.IGNORECASE)
+
+
+class KnownSpeaker(BaseModel):
+    """A voice to recognise: the name to give it and a short clip of it (base64 or a ``data:`` URL)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    audio: str = Field(repr=False, min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str) -> str:
+        name = value.strip()
+        if not name:
+            raise ValueError("a known speaker's name is empty")
+        if len(name) > MAX_SPEAKER_NAME_CHARS:
+            raise ValueError(f"a known speaker's name has {len(name)} characters; at most {MAX_SPEAKER_NAME_CHARS}")
+        if any(unicodedata.category(character).startswith("C") for character in name):
+            raise ValueError("a known speaker's name may not hold control or unassigned characters (line breaks, tabs, ...)")
+        if RESERVED_SPEAKER_NAMES.fullmatch(name):
+            raise ValueError(f"{name!r} is how anonymous speakers are labelled; choose another name")
+        return name
+
+
 class InferenceConfig(BaseModel):
     """One request's ``parameters``, with the blog handler's names and defaults."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    task: Literal["transcribe", "translate"] = "transcribe"
+    # "diarize": who spoke when only (the speaker timeline, no speech recognition).
+    task: Literal["transcribe", "translate", "diarize"] = "transcribe"
     batch_size: int = Field(default=24, ge=1, le=256)
     # True/False force the choice; "auto" (the default when an assistant is loaded) picks by duration.
     assisted: bool | Literal["auto"] | None = None
@@ -185,6 +217,10 @@ class InferenceConfig(BaseModel):
     attribution: Literal["word", "segment"] | None = None
     # Text Whisper treats as what was said before the audio: spellings, names, style.
     prompt: str | None = Field(default=None, max_length=2000)
+    # Voices to name in the transcript (pipeline/speaker_naming.py); diarized speakers matching none stay anonymous.
+    known_speakers: tuple[KnownSpeaker, ...] = Field(default=(), max_length=MAX_KNOWN_SPEAKERS)
+    # Each diarized speaker's voice embedding in the answer, for matching speakers across files.
+    return_speaker_embeddings: bool = False
 
     @field_validator("return_timestamps", mode="before")
     @classmethod
@@ -203,6 +239,16 @@ class InferenceConfig(BaseModel):
             value = value.strip().lower().removeprefix("<|").removesuffix("|>")
             return value or None
         return value
+
+    @field_validator("known_speakers")
+    @classmethod
+    def _names_are_unique(cls, speakers: tuple[KnownSpeaker, ...]) -> tuple[KnownSpeaker, ...]:
+        seen: set[str] = set()
+        for speaker in speakers:
+            if speaker.name.casefold() in seen:
+                raise ValueError(f"the name {speaker.name!r} is given to two known speakers; each needs its own")
+            seen.add(speaker.name.casefold())
+        return speakers
 
     @model_validator(mode="after")
     def _speaker_counts_agree(self) -> InferenceConfig:
@@ -231,6 +277,7 @@ class ModelCapabilities:
     language_aliases: Mapping[str, str] = field(default_factory=dict)  # "german" -> "de"
     has_assistant: bool = False
     has_diarization: bool = False
+    embeds_speakers: bool = False  # the diarization pipeline has a speaker-embedding model (pyannote's)
 
 
 @dataclass(frozen=True)
@@ -303,6 +350,11 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
             "task='translate' needs a multilingual Whisper model; the loaded model is English-only"
         )
 
+    if config.task == "diarize":
+        if not capabilities.has_diarization:
+            raise InvalidRequestError("task='diarize' needs a diarization model; set DIARIZATION_MODEL on the endpoint")
+        if config.diarize is False:
+            raise InvalidRequestError("task='diarize' is diarization alone; do not send diarize=false with it")
     if config.diarize and not capabilities.has_diarization:
         raise InvalidRequestError("diarize=true needs a diarization model; set DIARIZATION_MODEL on the endpoint")
     diarize = capabilities.has_diarization if config.diarize is None else config.diarize
@@ -312,6 +364,15 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
     elif config.attribution is not None:
         warnings.append("attribution ignored: this request is not diarized")
         updates["attribution"] = None
+    if (config.known_speakers or config.return_speaker_embeddings) and not (diarize and capabilities.embeds_speakers):
+        asked = "known_speakers" if config.known_speakers else "return_speaker_embeddings"
+        if not capabilities.has_diarization:
+            reason = "a diarization model; set DIARIZATION_MODEL on the endpoint"
+        elif not diarize:
+            reason = "diarization; do not send diarize=false with it"
+        else:
+            reason = "a diarization pipeline with a speaker-embedding model (a pyannote pipeline)"
+        raise InvalidRequestError(f"{asked} needs {reason}")
     if config.speaker_hints and not diarize:
         names = ", ".join(config.speaker_hints)
         reason = "diarize=false" if capabilities.has_diarization else "no diarization model is loaded (set DIARIZATION_MODEL)"

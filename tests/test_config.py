@@ -306,3 +306,51 @@ def test_token_budget_scales_whispers_own_budget_to_the_window():
     budgets = {seconds / 2: token_budget(seconds / 2) for seconds in range(1, 61)}
     assert all(budget is None or budget >= window * 448 / 30 for window, budget in budgets.items())
     assert all(budget is not None for window, budget in budgets.items() if window <= 27)
+
+
+CLIP = "UklGRg=="  # any base64: clips are decoded by the transcriber, not here
+EMBEDDING = ModelCapabilities(multilingual=True, language_codes=frozenset({"en"}), has_diarization=True, embeds_speakers=True)
+
+
+def known(*names: str) -> dict:
+    return {"known_speakers": [{"name": name, "audio": CLIP} for name in names]}
+
+
+def test_known_speakers_are_parsed_and_names_trimmed():
+    config, _ = parse_parameters(known(" Alice ", "Bob"))
+    assert [speaker.name for speaker in config.known_speakers] == ["Alice", "Bob"]
+    assert CLIP not in repr(config), "clips stay out of reprs and logs"
+    assert resolve_request(config, EMBEDDING).config.known_speakers == config.known_speakers
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        (known(""), "name is empty"),
+        (known("x" * 65), "has 65 characters; at most 64"),
+        (known("Alice", "alice"), "given to two known speakers"),
+        (known("Ali\nce"), "control or unassigned characters"),
+        (known("SPEAKER_01"), "how anonymous speakers are labelled"),
+        (known(*[f"P{index}" for index in range(9)]), "at most 8 items"),
+        ({"known_speakers": [{"name": "Alice"}]}, "known_speakers.0.audio"),
+        ({"known_speakers": [{"name": "Alice", "audio": ""}]}, "at least 1 character"),
+        ({"known_speakers": [{"name": "Alice", "audio": CLIP, "voice": 1}]}, "Extra inputs are not permitted"),
+        ({"known_speakers": "Alice"}, "known_speakers"),
+    ],
+)
+def test_unusable_known_speakers_are_refused_with_the_reason(parameters, message):
+    with pytest.raises(InvalidRequestError, match=message):
+        parse_parameters(parameters)
+
+
+@pytest.mark.parametrize("parameters", [known("Alice"), {"return_speaker_embeddings": True}])
+def test_naming_and_embeddings_need_a_pipeline_that_embeds(parameters):
+    config, _ = parse_parameters(parameters)
+    with pytest.raises(InvalidRequestError, match="needs a diarization model; set DIARIZATION_MODEL"):
+        resolve_request(config, ENGLISH_ONLY)
+    with pytest.raises(InvalidRequestError, match="needs a diarization pipeline with a speaker-embedding model"):
+        resolve_request(config, MULTILINGUAL)
+    off, _ = parse_parameters({**parameters, "diarize": False})
+    with pytest.raises(InvalidRequestError, match="do not send diarize=false"):
+        resolve_request(off, EMBEDDING)
+    assert resolve_request(config, EMBEDDING).config.diarize is True

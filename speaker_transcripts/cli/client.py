@@ -21,9 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, render
 
 EXIT_FAILED = 1
+EXIT_USAGE = 2
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,6 +35,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--url", required=True, help="endpoint URL, or http://host:port of a self-hosted server")
     parser.add_argument("--token", default=os.environ.get("HF_TOKEN"), help="default: HF_TOKEN")
     parser.add_argument("--diarize", action=argparse.BooleanOptionalAction, help="ask for (or skip) speaker labels")
+    add_known_speaker_options(parser)
     parser.add_argument("--format", choices=OUTPUT_FORMATS, default="json")
     parser.add_argument("--out", type=Path, help="write here instead of printing")
     parser.add_argument("--raw", action="store_true", help="send the file's bytes as audio/*, not base64 JSON")
@@ -89,6 +92,12 @@ def send_raw(
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     parameters = parameters_from(arguments.parameters, arguments.diarize)
+    known = known_speakers_parameter(arguments)
+    if known and arguments.raw:
+        print("--speaker clips travel in the JSON request; drop --raw (a query string cannot carry them)", file=sys.stderr)
+        return EXIT_USAGE
+    if known:
+        parameters["known_speakers"] = known
     try:
         audio = arguments.audio.read_bytes()
     except OSError as error:

@@ -4,15 +4,64 @@ and with which models, turned into the handler's parameters and the models' sett
 from __future__ import annotations
 
 import argparse
+import base64
+from pathlib import Path
 from typing import Any
 
 from speaker_transcripts.config import ModelSettings
+
+CLIP_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm")
+
+
+def known_speaker(text: str) -> tuple[str, Path]:
+    """``--speaker NAME=FILE``: checked when the command line is read (usage error, exit 2)."""
+    name, separator, file = text.rpartition("=")
+    if not separator or not name.strip() or not file:
+        raise argparse.ArgumentTypeError(f"write it NAME=FILE (a name and a clip of their voice), got {text!r}")
+    if not Path(file).is_file():
+        raise argparse.ArgumentTypeError(f"{file}: no such file (the clip of {name.strip()!r})")
+    return name.strip(), Path(file)
+
+
+def speaker_folder(text: str) -> list[tuple[str, Path]]:
+    """``--speakers DIR``: one clip per known speaker, named after them (``Alice.wav``)."""
+    folder = Path(text)
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a folder (it should hold one clip per speaker, e.g. Alice.wav)")
+    clips = sorted(path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in CLIP_SUFFIXES)
+    if not clips:
+        raise argparse.ArgumentTypeError(f"{text}: holds no audio clips ({', '.join(CLIP_SUFFIXES)})")
+    return [(path.stem, path) for path in clips]
+
+
+def add_known_speaker_options(parser: argparse.ArgumentParser) -> None:
+    """``--speaker NAME=FILE`` (repeatable) and ``--speakers DIR``."""
+    parser.add_argument(
+        "--speaker", action="append", default=[], type=known_speaker, metavar="NAME=FILE", dest="speakers",
+        help="a known speaker: the name to give them and a few seconds of their voice (repeatable)",
+    )
+    parser.add_argument(
+        "--speakers", type=speaker_folder, default=[], metavar="DIR", dest="speaker_folder",
+        help="a folder of known speakers' clips, each named after its speaker (Alice.wav, Bob.flac)",
+    )
+
+
+def known_speakers_parameter(arguments: argparse.Namespace) -> list[dict[str, str]] | None:
+    """The ``known_speakers`` parameter for the clips named on the command line (base64)."""
+    clips = [*arguments.speaker_folder, *arguments.speakers]
+    try:
+        return [{"name": name, "audio": base64.b64encode(path.read_bytes()).decode("ascii")} for name, path in clips] or None
+    except OSError as error:
+        raise SystemExit(f"cannot read the clip {error.filename}: {error.strerror}") from None
 
 
 def add_request_options(parser: argparse.ArgumentParser) -> None:
     """Language, task, timestamps, long form, prompt, assistant, diarization, speaker hints, models."""
     parser.add_argument("--language", help="language code or name; detected when omitted")
-    parser.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
+    parser.add_argument(
+        "--task", choices=["transcribe", "translate", "diarize"], default="transcribe",
+        help="diarize: only who spoke when (no transcript; pair with --format rttm or json)",
+    )
     parser.add_argument("--timestamps", choices=["segment", "word"], default="segment")
     parser.add_argument(
         "--long-form", choices=["vad", "chunked"], default="vad",
@@ -27,6 +76,7 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-speakers", type=int, help="exact number of speakers, when diarizing")
     parser.add_argument("--min-speakers", type=int)
     parser.add_argument("--max-speakers", type=int)
+    add_known_speaker_options(parser)
     parser.add_argument("--asr-model", help="overrides ASR_MODEL")
     parser.add_argument("--assistant-model", help="overrides ASSISTANT_MODEL")
     parser.add_argument("--diarization-model", help="overrides DIARIZATION_MODEL")
@@ -45,6 +95,7 @@ def request_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
         "num_speakers": arguments.num_speakers,
         "min_speakers": arguments.min_speakers,
         "max_speakers": arguments.max_speakers,
+        "known_speakers": known_speakers_parameter(arguments),
     }
     return {name: value for name, value in parameters.items() if value is not None}
 

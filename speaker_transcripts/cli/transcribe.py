@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"speaker-transcripts transcribe: error: {error}", file=sys.stderr)
         return EXIT_NOT_STARTED
+    if arguments.format == "rttm" and arguments.diarize is False:
+        print("speaker-transcripts transcribe: error: --format rttm is the speaker timeline; drop --no-diarize", file=sys.stderr)
+        return EXIT_NOT_STARTED
     try:
         parse_parameters(request_parameters(arguments))  # --num-speakers 0, --min-speakers 3 --max-speakers 1: now, not after loading
     except InvalidRequestError as error:
@@ -137,11 +140,11 @@ def write_result(
     """To ``destination`` when given; else stdout: JSON lines naming the file, or the document
     (after a ``==> file <==`` line, as ``head`` does, when there are several)."""
     if destination is not None:
-        destination.write_text(render(result, output_format, rules), encoding="utf-8")
+        destination.write_text(render(result, output_format, rules, uri=path.stem), encoding="utf-8")
     elif output_format == "json":
         print(json.dumps({"file": str(path), **result}, ensure_ascii=False))
     else:
         if header:
             print(f"==> {path} <==")
-        sys.stdout.write(render(result, output_format, rules))
+        sys.stdout.write(render(result, output_format, rules, uri=path.stem))
 

@@ -126,7 +126,7 @@ class Evaluation:
         alone and timed, score it, and have the seam hand its output to both handler runs.
         Returns whether the handler runs diarize, and the diarization scores when a model ran."""
         from speaker_transcripts.pipeline.audio import SAMPLING_RATE
-        from speaker_transcripts.pipeline.diarization import diarize, turns_from_output
+        from speaker_transcripts.pipeline.diarization import diarize
 
         if self.oracle:
             reference = annotation_of(entry.turns)
@@ -141,10 +141,9 @@ class Evaluation:
             return outputs[-1]
 
         started = time.perf_counter()
-        diarize(recorded, samples, SAMPLING_RATE, {})
+        overlapping = diarize(recorded, samples, SAMPLING_RATE, {}).timeline  # DER scores overlapped speech too
         seconds = time.perf_counter() - started
         self.handler.diarization_pipeline = lambda audio, **hints: outputs[0]
-        overlapping = turns_from_output(outputs[0], exclusive=False)  # DER scores overlapped speech too
         scores: dict[str, Any] = {
             "seconds": round(seconds, 2),
             "speakers": len({turn.speaker for turn in overlapping}),

@@ -94,6 +94,14 @@ def attribution(reference: Sequence[SpeakerWord], hypothesis: Sequence[SpeakerWo
     return Attribution(correct, len(reference), len(pairs), mapping)
 
 
+def named_attribution(reference: Sequence[SpeakerWord], hypothesis: Sequence[SpeakerWord]) -> Attribution:
+    """As ``attribution``, with no mapping: a word is right only when its hypothesis speaker *is*
+    the reference speaker's name (speakers named by enrolment, not numbered per file)."""
+    pairs = _aligned_pairs([w for w, _ in reference], [w for w, _ in hypothesis])
+    correct = sum(hypothesis[h][1] == reference[r][1] for r, h in pairs)
+    return Attribution(correct, len(reference), len(pairs))
+
+
 def cp_word_errors(reference: dict[str, str], hypothesis: dict[str, str]) -> Counts:
     """Concatenated minimum-permutation WER (meeteval): each speaker's words concatenated, speakers
     matched to minimise errors; a word given to the wrong speaker costs a deletion and an insertion."""

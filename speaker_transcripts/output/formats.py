@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, group_words
 
-OutputFormat = Literal["json", "txt", "srt", "vtt"]
-OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt")
+OutputFormat = Literal["json", "txt", "srt", "vtt", "rttm"]
+OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt", "rttm")
 MAX_SECONDS = 1e7  # about 115 days: any real timestamp fits, and milliseconds stay exact integers
 
 
@@ -74,8 +74,15 @@ class SubtitleRules:
             raise ValueError(f"unusable subtitle rules: {self}")
 
 
-def render(result: Mapping[str, Any], output_format: OutputFormat, rules: SubtitleRules | None = None) -> str:
-    """The response in ``output_format`` (``json`` is the handler's response itself)."""
+def render(
+    result: Mapping[str, Any], output_format: OutputFormat, rules: SubtitleRules | None = None, uri: str = "audio"
+) -> str:
+    """The response in ``output_format`` (``json`` is the handler's response itself; ``rttm`` names
+    the recording ``uri``)."""
+    if output_format == "rttm":
+        if "diarization" not in result:
+            raise ValueError("rttm is the speaker timeline: it needs a diarized result (diarization was off)")
+        return to_rttm(result["diarization"], uri)
     if output_format == "json":
         return json.dumps(result, ensure_ascii=False, indent=2) + "\n"
     if output_format == "txt":
@@ -242,6 +249,23 @@ def to_vtt(cues: Sequence[Cue]) -> str:
     return "\n".join(blocks)
 
 
+def to_rttm(turns: Sequence[Mapping[str, Any]], uri: str) -> str:
+    """NIST RTTM, as pyannote and dscore read it: a ``SPEAKER`` line per turn of the timeline,
+    overlapping turns included. Its fields are separated by spaces, so whitespace inside the
+    recording's or a speaker's name becomes ``_``."""
+    name = _rttm_field(uri)
+    lines = [
+        f"SPEAKER {name} 1 {_seconds(turn['start']):.3f} {max(_seconds(turn['end']) - _seconds(turn['start']), 0.0):.3f} "
+        f"<NA> <NA> {_rttm_field(str(turn['speaker']))} <NA> <NA>\n"
+        for turn in turns
+    ]
+    return "".join(lines)
+
+
+def _rttm_field(text: str) -> str:
+    return "_".join(text.split()) or "_"
+
+
 def timestamp(seconds: float, decimal_marker: str) -> str:
     """``HH:MM:SS<marker>mmm``, rounded to the millisecond; hours grow past 99 if they must."""
     return _clock(_milliseconds(seconds), decimal_marker)
@@ -283,7 +307,16 @@ def _labelled(cue: Cue) -> str:
 
 
 def _labelled_line(line: str, speaker: str | None) -> str:
-    return f"{speaker}: {line}" if speaker else line
+    return f"{_srt_safe(_one_line(speaker))}: {line}" if speaker else line
+
+
+def _srt_safe(label: str) -> str:
+    """A speaker label as SRT and text show it: players read ``<...>`` as markup and ``{...}`` as
+    style overrides in SubRip, so a name holding them would style the cue or vanish."""
+    return label.translate(_MARKUP_LOOKALIKES)
+
+
+_MARKUP_LOOKALIKES = str.maketrans({"<": "‹", ">": "›", "{": "(", "}": ")"})
 
 
 def _lines(text: str) -> list[str]:

@@ -3,7 +3,9 @@
 Laid out like a page: the audio runs left to right in rows of at most a minute (a 10-minute file
 is ten rows, not one 40-inch strip), each row with a lane per speaker (one "speech" lane without
 diarization), a bar per segment and as much of the segment's text as fits on its bar, in a font
-a person can read. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
+a person can read. Under the bars, a thin strip per lane is the diarization timeline as found, and
+grey bands mark overlapping speech (two or more speakers at once), which the one-speaker-at-a-time
+segments cannot show. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, MultipleLocator
 
 from speaker_transcripts.output.formats import Cue, cues_from_result
+from speaker_transcripts.pipeline.diarization import Turn
 
 ROW_S = 60.0  # seconds of audio per row
 WIDTH_IN = 14.0
@@ -33,21 +36,55 @@ MIN_LABEL_CHARACTERS = 4
 def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Path:
     """Draw ``result`` (the handler's response) to ``path``; returns the path written."""
     cues = cues_from_result(result)
-    lanes = sorted({cue.speaker or "speech" for cue in cues}) or ["speech"]
-    duration = max([result.get("duration") or 0.0] + [cue.end for cue in cues]) or 1.0
-    row_seconds = min(ROW_S, max(duration, 5.0))
+    timeline = [Turn(str(turn["speaker"]), float(turn["start"]), float(turn["end"])) for turn in result.get("diarization") or []]
+    lanes = sorted({cue.speaker or "speech" for cue in cues} | {turn.speaker for turn in timeline}) or ["speech"]
+    duration = max([result.get("duration") or 0.0] + [cue.end for cue in cues] + [turn.end for turn in timeline]) or 1.0
+    row_seconds = min(ROW_S, duration)
     rows = math.ceil(duration / row_seconds)
     row_height = LANE_IN * len(lanes) + 0.55
     figure, axes_list = plt.subplots(rows, 1, figsize=(WIDTH_IN, 0.7 + row_height * rows), squeeze=False)
+    overlaps = overlapped_spans(timeline)
     for row, axes in enumerate(axes_list[:, 0]):
         start = row * row_seconds
+        for left, right in overlaps:
+            axes.axvspan(left, right, color="0.6", alpha=0.3, linewidth=0)
+        _draw_timeline(axes, timeline, lanes)
         _draw_row(axes, cues, lanes, start, start + row_seconds, show_label=row == 0)
+    if not cues and not timeline:
+        axes_list[0, 0].text(duration / 2, 0, "no speech", ha="center", va="center", fontsize=FONT_PT + 2, color="0.4")
     figure.suptitle(title or "speaker timeline", fontsize=FONT_PT + 2)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+def overlapped_spans(turns: Sequence[Turn]) -> list[tuple[float, float]]:
+    """The stretches where two or more speakers talk at once, in time order."""
+    edges = sorted([(turn.start, 1) for turn in turns] + [(turn.end, -1) for turn in turns])
+    spans, talking, opened = [], 0, 0.0
+    for time, change in edges:
+        if talking >= 2 and time > opened:
+            spans.append((opened, time))
+        talking += change
+        opened = time
+    merged: list[tuple[float, float]] = []
+    for left, right in spans:
+        if merged and left <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], right)
+        else:
+            merged.append((left, right))
+    return merged
+
+
+def _draw_timeline(axes: Axes, timeline: Sequence[Turn], lanes: list[str]) -> None:
+    """Each speaker's turns as found, a thin strip at the foot of the speaker's lane."""
+    colours = plt.get_cmap("tab10")
+    for turn in timeline:
+        index = lanes.index(turn.speaker)
+        lane = len(lanes) - 1 - index
+        axes.broken_barh([(turn.start, turn.end - turn.start)], (lane - 0.45, 0.12), color=colours(index % 10), alpha=0.9)
 
 
 def _draw_row(axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, end: float, show_label: bool) -> None:

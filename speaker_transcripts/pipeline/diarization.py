@@ -7,7 +7,9 @@ with pyannote's signature::
              num_speakers=..., min_speakers=..., max_speakers=...)  # only the hints sent
 
 returning a ``pyannote.core.Annotation`` or pyannote 4's ``DiarizeOutput``. Tests and the
-evaluation harness plug reference turns in through it.
+evaluation harness plug reference turns in through it. What comes back is a ``Diarization``:
+the turns one speaker at a time (for attributing words), the timeline with overlaps kept (who
+spoke when), and each speaker's embedding when the pipeline computes them (pyannote does).
 
 The merge (``assign_speakers``) improves on the blog's: that one gives each ASR chunk to the
 turn whose *end* is nearest and silently drops chunks after the last turn. Here each chunk
@@ -22,8 +24,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from speaker_transcripts.errors import RequestAbandoned
@@ -48,18 +50,74 @@ class Turn:
     start: float
     end: float
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"speaker": self.speaker, "start": round(self.start, 3), "end": round(self.end, 3)}
+
+
+@dataclass(frozen=True)
+class Diarization:
+    """What diarization found in one recording.
+
+    ``turns`` has one speaker at a time (pyannote's exclusive diarization, slivers dropped): the
+    input of word attribution. ``timeline`` is the diarization as found, several speakers at once
+    where they overlap: who spoke when, scored and returned as it is. ``embeddings`` holds each
+    speaker's voice (pyannote's centroid of their chunk embeddings), empty when the seam gives none.
+    """
+
+    turns: list[Turn]
+    timeline: list[Turn]
+    embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def speakers(self) -> list[str]:
+        """Every speaker label, in order of first appearance on the timeline."""
+        return list(dict.fromkeys(turn.speaker for turn in sorted(self.timeline + self.turns, key=lambda t: t.start)))
+
+    def renamed(self, names: Mapping[str, str]) -> Diarization:
+        """The same diarization with the labels in ``names`` replaced (others kept)."""
+
+        def relabel(turns: list[Turn]) -> list[Turn]:
+            return [Turn(names.get(turn.speaker, turn.speaker), turn.start, turn.end) for turn in turns]
+
+        embeddings = {names.get(label, label): vector for label, vector in self.embeddings.items()}
+        return Diarization(turns=relabel(self.turns), timeline=relabel(self.timeline), embeddings=embeddings)
+
 
 @dataclass(frozen=True)
 class SpeakerSegment:
-    """Consecutive transcript chunks attributed to one speaker."""
+    """Consecutive transcript chunks attributed to one speaker; ``overlapping`` names the others
+    heard talking during it (overlapping speech), in order of first appearance."""
 
     speaker: str
     text: str
     start: float
     end: float
+    overlapping: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"speaker": self.speaker, "text": self.text, "timestamp": [self.start, self.end]}
+        segment: dict[str, Any] = {"speaker": self.speaker, "text": self.text, "timestamp": [self.start, self.end]}
+        if self.overlapping:
+            segment["overlapping"] = list(self.overlapping)
+        return segment
+
+
+MIN_OVERLAP_S = 0.3  # less shared time is turn-taking (or a turn edge's imprecision), not talking over someone
+
+
+def with_overlaps(segments: Sequence[SpeakerSegment], timeline: Sequence[Turn]) -> list[SpeakerSegment]:
+    """The segments, each naming the other speakers whose timeline turns share ``MIN_OVERLAP_S``
+    or more of it: the text is one speaker's, but a listener hears both."""
+    marked = []
+    for segment in segments:
+        shared: dict[str, float] = {}
+        for turn in timeline:
+            if turn.speaker != segment.speaker:
+                seconds = min(segment.end, turn.end) - max(segment.start, turn.start)
+                if seconds > 0:
+                    shared[turn.speaker] = shared.get(turn.speaker, 0.0) + seconds
+        others = tuple(speaker for speaker, seconds in shared.items() if seconds >= MIN_OVERLAP_S)
+        marked.append(SpeakerSegment(segment.speaker, segment.text, segment.start, segment.end, others))
+    return marked
 
 
 def load_diarization_pipeline(settings: ModelSettings, device: str) -> DiarizationPipeline:
@@ -98,16 +156,17 @@ def diarize(
     sampling_rate: int,
     hints: dict[str, int],
     should_stop: Callable[[], bool] | None = None,
-) -> list[Turn]:
-    """Run the seam on shared, already-decoded samples; return turns sorted by time.
+) -> Diarization:
+    """Run the seam on shared, already-decoded samples.
 
-    Turns under ``MIN_TURN_S`` are dropped: pyannote leaves slivers of the previous speaker at
-    the start of the next one's turn (0.13 s on the sample conversation), too short for a word,
-    and word attribution would otherwise hand the first word of a turn to the wrong speaker.
-    pyannote's own ``SPEAKER_NN`` labels are renumbered in order of first appearance (it numbers
-    clusters, so the first voice heard could be ``SPEAKER_01``); other labels are kept.
-    ``should_stop`` saying yes ends a pyannote pipeline at its next step (segmentation or
-    embedding batch) with ``RequestAbandoned``; other seams run to the end.
+    Turns under ``MIN_TURN_S`` are dropped from ``turns`` (not from the timeline): pyannote
+    leaves slivers of the previous speaker at the start of the next one's turn (0.13 s on the
+    sample conversation), too short for a word, and word attribution would otherwise hand the
+    first word of a turn to the wrong speaker. pyannote's own ``SPEAKER_NN`` labels are
+    renumbered in order of first appearance (it numbers clusters, so the first voice heard could
+    be ``SPEAKER_01``); other labels are kept. ``should_stop`` saying yes ends a pyannote
+    pipeline at its next step (segmentation or embedding batch) with ``RequestAbandoned``;
+    other seams run to the end.
     """
     import torch
     from pyannote.audio import Pipeline
@@ -119,11 +178,46 @@ def diarize(
     with torch.inference_mode():
         output = pipeline({"waveform": waveform, "sample_rate": sampling_rate}, **options)
     turns = [turn for turn in turns_from_output(output) if turn.end - turn.start >= MIN_TURN_S]
-    labels = list(dict.fromkeys(turn.speaker for turn in turns))  # in order of first appearance
+    found = Diarization(turns=turns, timeline=turns_from_output(output, exclusive=False), embeddings=_embeddings_of(output))
+    labels = list(dict.fromkeys([turn.speaker for turn in turns] + found.speakers))  # attributed speakers first
     if not all(re.fullmatch(r"SPEAKER_\d+", label) for label in labels):
-        return turns
-    renamed = {label: f"SPEAKER_{index:02d}" for index, label in enumerate(labels)}
-    return [Turn(renamed[turn.speaker], turn.start, turn.end) for turn in turns]
+        return found
+    return found.renamed({label: f"SPEAKER_{index:02d}" for index, label in enumerate(labels)})
+
+
+def _embeddings_of(output: Any) -> dict[str, np.ndarray]:
+    """``DiarizeOutput.speaker_embeddings`` by label; rows pyannote padded with zeros (speakers the
+    count found but clustering did not) and non-finite rows are left out: they describe no voice."""
+    import numpy as np
+
+    vectors = getattr(output, "speaker_embeddings", None)
+    annotation = getattr(output, "speaker_diarization", None)
+    if vectors is None or annotation is None:
+        return {}
+    return {
+        str(label): np.asarray(vector, dtype=np.float32)
+        for label, vector in zip(annotation.labels(), vectors, strict=False)
+        if np.all(np.isfinite(vector)) and np.any(vector)
+    }
+
+
+def speaker_embedder(pipeline: DiarizationPipeline) -> Callable[[np.ndarray], np.ndarray] | None:
+    """A function embedding a voice (16 kHz samples) as the pipeline embeds its speakers, or None
+    when the seam has no embedding model. It uses pyannote's own model (``_embedding``), so clips
+    and diarized speakers are compared in one space."""
+    model = getattr(pipeline, "_embedding", None)
+    if model is None or not callable(model):
+        return None
+
+    def embed(samples: np.ndarray) -> np.ndarray:
+        import numpy as np
+        import torch
+
+        with torch.inference_mode():
+            vectors = model(torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))[None, None])
+        return np.asarray(vectors, dtype=np.float32)[0]
+
+    return embed
 
 
 def _stop_hook(should_stop: Callable[[], bool]) -> Callable[..., None]:

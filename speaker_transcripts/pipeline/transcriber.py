@@ -7,7 +7,9 @@ the Endpoints payload::
     {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
      "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
 
-and the answer is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``.
+and the answer is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``,
+plus ``diarization`` (the speaker timeline, overlaps kept) when diarized and ``speaker_embeddings``
+when asked for.
 The stages run in order: decode the audio, find the speech (Silero), cut it into pieces, decode
 them with Whisper while pyannote diarizes beside it, then attribute words to speakers. A request
 the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints answers 400).
@@ -26,17 +28,19 @@ from typing import TYPE_CHECKING, Any
 
 from speaker_transcripts.config import (
     InferenceConfig,
+    KnownSpeaker,
     ModelCapabilities,
     ModelSettings,
     bounded_work,
     parse_parameters,
     resolve_request,
 )
-from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, RequestAbandoned
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE, DecodedAudio, decode_inputs
 from speaker_transcripts.pipeline.decoding_policy import DecodingPolicy
 from speaker_transcripts.pipeline.diarization import (
     UNKNOWN_SPEAKER,
+    Diarization,
     DiarizationPipeline,
     SpeakerSegment,
     Turn,
@@ -44,9 +48,19 @@ from speaker_transcripts.pipeline.diarization import (
     diarize,
     group_by_speaker,
     load_diarization_pipeline,
+    speaker_embedder,
+    with_overlaps,
     word_speakers,
 )
 from speaker_transcripts.pipeline.long_form import PIECE_PAD_S, Piece, plan_pieces
+from speaker_transcripts.pipeline.speaker_naming import (
+    MAX_REFERENCE_S,
+    MIN_REFERENCE_SPEECH_S,
+    NameMatch,
+    match_names,
+    speech_of,
+    unmatched_warnings,
+)
 from speaker_transcripts.pipeline.transcript import Chunk, group_words
 
 if TYPE_CHECKING:
@@ -86,7 +100,12 @@ class Transcriber:
     @property
     def capabilities(self) -> ModelCapabilities:
         """What the loaded models can do; diarization follows whatever the seam holds now."""
-        return replace(self.recognizer.capabilities, has_diarization=self.diarization_pipeline is not None)
+        pipeline = self.diarization_pipeline
+        return replace(
+            self.recognizer.capabilities,
+            has_diarization=pipeline is not None,
+            embeds_speakers=pipeline is not None and speaker_embedder(pipeline) is not None,
+        )
 
     def __call__(
         self,
@@ -105,11 +124,12 @@ class Transcriber:
         resolved = resolve_request(config, self.capabilities)
         config, warnings = resolved.config, warnings + resolved.warnings
         audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds, should_stop)
+        clips = {speaker.name: self._enrolment_clip(speaker, should_stop) for speaker in config.known_speakers}
         with self._lock:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
             try:
-                return self._transcribe(audio, config, warnings, on_progress, on_segment, should_stop)
+                return self._transcribe(audio, config, warnings, clips, on_progress, on_segment, should_stop)
             finally:
                 _return_freed_memory()
 
@@ -118,11 +138,16 @@ class Transcriber:
         audio: DecodedAudio,
         config: InferenceConfig,
         warnings: list[str],
+        clips: dict[str, np.ndarray],
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
         should_stop: Callable[[], bool] | None,
     ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
+        if config.task == "diarize":  # who spoke when, and nothing else: no speech recognition runs
+            found, matches = self._diarize_and_name(audio.samples, config, clips, should_stop or (lambda: False))
+            warnings = warnings + _speaker_count_warnings(config, found.turns) + unmatched_warnings(matches)
+            return _response("", [], [], None, duration, warnings, "none") | self._diarization_answer(found, matches, config)
         auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
         if config.long_form == "vad":
@@ -132,7 +157,12 @@ class Transcriber:
             pieces = None
             silent = self.settings.speech_gate and not self.speech_gate.contains_speech(audio.samples)
         if silent and self.settings.speech_gate:
-            return _response("", [], [], config.language, duration, warnings + [NO_SPEECH], decoding="none")
+            response = _response("", [], [], config.language, duration, warnings + [NO_SPEECH], "none")
+            return response | (
+                self._diarization_answer(Diarization([], []), [NameMatch(name, None, None) for name in clips], config)
+                if config.diarize
+                else {}
+            )
         # Word-level attribution needs word times even when the client asked for segments.
         words_needed = config.diarize and config.attribution == "word"
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
@@ -144,7 +174,7 @@ class Transcriber:
         asr_failed = threading.Event()
         diarization = (
             self._diarizer.submit(
-                diarize, self.diarization_pipeline, audio.samples, SAMPLING_RATE, config.speaker_hints,
+                self._diarize_and_name, audio.samples, config, clips,
                 lambda: asr_failed.is_set() or (should_stop is not None and should_stop()),
             )
             if config.diarize and self.diarization_pipeline is not None
@@ -160,18 +190,72 @@ class Transcriber:
             if diarization is not None:  # the next request must find pyannote idle; ASR's error is the one to raise
                 wait([diarization])
             raise
-        turns = diarization.result() if diarization is not None else None
-        warnings = warnings + _speaker_count_warnings(config, turns)
+        found, matches = diarization.result() if diarization is not None else (None, [])
+        turns = found.turns if found is not None else None
+        warnings = warnings + _speaker_count_warnings(config, turns) + unmatched_warnings(matches)
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
-        chunks, speakers, warnings = self._attribute(transcript.chunks, turns, config, asr_config, warnings)
+        chunks, speakers, warnings = self._attribute(transcript.chunks, found, config, asr_config, warnings)
         decoding = "assisted" if config.assisted else f"batched (batch_size {asr_config.batch_size})"
-        return _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, decoding)
+        response = _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, decoding)
+        return response | (self._diarization_answer(found, matches, config) if found is not None else {})
+
+    def _diarization_answer(self, found: Diarization, matches: list[NameMatch], config: InferenceConfig) -> dict[str, Any]:
+        """``diarization``, the speaker timeline as found (several speakers at once where they
+        overlap); with known speakers, how each clip fared (``known_speakers``: the closest
+        similarity, whether it named a voice); when asked, ``speaker_embeddings``: each speaker's
+        voice for matching speakers across files (cosine similarity, README "Named speakers")."""
+        answer: dict[str, Any] = {"diarization": [turn.to_dict() for turn in found.timeline]}
+        if config.known_speakers:
+            answer["known_speakers"] = [
+                {"name": match.name, "named": match.speaker is not None,
+                 "similarity": None if match.similarity is None else round(match.similarity, 3)}
+                for match in matches
+            ]
+        if config.return_speaker_embeddings:
+            answer["speaker_embeddings"] = {
+                "model": self.configured.diarization_model,
+                "metric": "cosine",
+                "dimension": next((len(vector) for vector in found.embeddings.values()), 0),
+                "speakers": {label: [round(float(value), 6) for value in vector] for label, vector in found.embeddings.items()},
+            }
+        return answer
+
+    def _enrolment_clip(self, speaker: KnownSpeaker, should_stop: Callable[[], bool] | None) -> np.ndarray:
+        """A known speaker's clip, decoded like any upload, as its speech alone; a clip that is
+        undecodable, too long or holds too little speech is the client's to fix (400)."""
+        try:
+            clip = decode_inputs(speaker.audio, SAMPLING_RATE, MAX_REFERENCE_S, should_stop)
+        except AudioTooLongError:
+            raise InvalidRequestError(
+                f"known speaker {speaker.name!r}: the clip is longer than {MAX_REFERENCE_S:g} s; send a few seconds of this speaker alone"
+            ) from None
+        except InvalidRequestError as error:
+            raise InvalidRequestError(f"known speaker {speaker.name!r}: {error}") from None
+        speech = speech_of(clip.samples, self.speech_gate.speech_regions(clip.samples, MAX_REFERENCE_S))
+        if len(speech) < MIN_REFERENCE_SPEECH_S * SAMPLING_RATE:
+            raise InvalidRequestError(
+                f"known speaker {speaker.name!r}: the clip holds {len(speech) / SAMPLING_RATE:.1f} s of speech; "
+                f"at least {MIN_REFERENCE_SPEECH_S:g} s of this speaker talking is needed"
+            )
+        return speech
+
+    def _diarize_and_name(
+        self, samples: np.ndarray, config: InferenceConfig, clips: dict[str, np.ndarray], should_stop: Callable[[], bool]
+    ) -> tuple[Diarization, list[NameMatch]]:
+        """Diarize, then give the speakers matching an enrolment clip its name; the clips are
+        embedded here, after diarization, because the pipeline's models serve one call at a time."""
+        found = diarize(self.diarization_pipeline, samples, SAMPLING_RATE, config.speaker_hints, should_stop)
+        embed = speaker_embedder(self.diarization_pipeline)
+        if not clips or embed is None:
+            return found, []
+        matches = match_names(found.embeddings, {name: embed(clip) for name, clip in clips.items()})
+        return found.renamed({match.speaker: match.name for match in matches if match.speaker is not None}), matches
 
     @staticmethod
     def _attribute(
         chunks: list[Chunk],
-        turns: list[Turn] | None,
+        found: Diarization | None,
         config: InferenceConfig,
         asr_config: InferenceConfig,
         warnings: list[str],
@@ -180,7 +264,8 @@ class Transcriber:
         words labelled one by one (word-level attribution) or Whisper's segments attributed whole."""
         chunk_speakers: list[str] | None = None
         speakers: list[SpeakerSegment] = []
-        if turns is not None and chunks:
+        if found is not None and chunks:
+            turns = found.turns
             if not turns:
                 warnings = warnings + [f"diarization found no speaker turns; text attributed to {UNKNOWN_SPEAKER}"]
             if asr_config.return_timestamps == "word":
@@ -188,6 +273,7 @@ class Transcriber:
                 speakers = group_by_speaker(chunks, chunk_speakers)
             else:
                 speakers = assign_speakers(chunks, turns)
+            speakers = with_overlaps(speakers, found.timeline)
         if asr_config.return_timestamps != config.return_timestamps:  # words were only for attribution
             chunks, chunk_speakers = group_words(chunks, chunk_speakers), None
         chunk_dicts = [chunk.to_dict() for chunk in chunks]

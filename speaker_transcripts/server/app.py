@@ -29,7 +29,7 @@ from speaker_transcripts.server.middleware import (
     HeaderGate,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.routers import endpoints, health, openai
+from speaker_transcripts.server.routers import diarization, endpoints, health, openai
 
 
 def _load_self_hosted_handler() -> Handler:
@@ -74,7 +74,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(HeaderGate, api_key=settings.api_key)  # added later = runs earlier: before the body is read
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, health):
+    for surface in (endpoints, openai, diarization, health):
         app.include_router(surface.router)
     return app
 

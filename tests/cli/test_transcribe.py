@@ -35,7 +35,7 @@ def test_every_format_to_an_output_directory_with_speakers_and_a_plot(tiny_model
     second.parent.mkdir()
     second.write_bytes(speech_wav)  # a WAV under a .flac name still decodes: the container is sniffed
     out = tmp_path / "out"
-    for output_format in ("json", "txt", "srt", "vtt"):
+    for output_format in ("json", "txt", "srt", "vtt", "rttm"):
         status = cli.main([
             str(audio_files["good"]), str(second), "--format", output_format, "--out", str(out), "--language", "en",
             "--diarize", "--diarization-model", str(tiny_pyannote), "--asr-model", str(tiny_models["whisper"]),
@@ -43,7 +43,7 @@ def test_every_format_to_an_output_directory_with_speakers_and_a_plot(tiny_model
         ])
         assert status == 0
     written = sorted(path.name for path in out.iterdir())
-    assert written == sorted(f"good.{name}.{ext}" for name in ("wav", "flac") for ext in ("json", "txt", "srt", "vtt", "png"))
+    assert written == sorted(f"good.{name}.{ext}" for name in ("wav", "flac") for ext in ("json", "txt", "srt", "vtt", "rttm", "png"))
     result = json.loads((out / "good.wav.json").read_text())
     assert result["speakers"], "the tiny pyannote pipeline finds speakers in real speech"
     subtitles = list(srt.parse((out / "good.wav.srt").read_text()))
@@ -51,6 +51,8 @@ def test_every_format_to_an_output_directory_with_speakers_and_a_plot(tiny_model
     assert subtitles[0].content.startswith(result["speakers"][0]["speaker"] + ": ")
     assert (out / "good.wav.vtt").read_text().startswith("WEBVTT")
     assert (out / "good.wav.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rttm = (out / "good.wav.rttm").read_text().splitlines()
+    assert len(rttm) == len(result["diarization"]) and all(line.startswith("SPEAKER good 1 ") for line in rttm)
 
 
 def test_documents_on_stdout_get_a_header_per_file(tiny_models, audio_files, monkeypatch, capsys):
@@ -129,3 +131,43 @@ def test_parameters_that_cannot_work_exit_2_before_the_models_load(audio_files, 
     monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
     assert cli.main([str(audio_files["good"]), *options]) == cli.EXIT_NOT_STARTED
     assert "speakers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--speaker", "Ann"], "write it NAME=FILE"),
+        (["--speaker", "Ann=/no/such/clip.wav"], "no such file"),
+        (["--speakers", "/no/such/folder"], "not a folder"),
+    ],
+)
+def test_unusable_known_speaker_options_are_usage_errors(audio_files, options, message, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    with pytest.raises(SystemExit) as exited:
+        cli.main([str(audio_files["good"]), *options])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_rttm_without_diarization_is_a_usage_error(audio_files, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    assert cli.main([str(audio_files["good"]), "--format", "rttm", "--no-diarize"]) == cli.EXIT_NOT_STARTED
+    assert "drop --no-diarize" in capsys.readouterr().err
+
+
+def test_known_speakers_from_options_and_a_folder(tmp_path, speech_wav):
+    import base64
+
+    from speaker_transcripts.cli.options import request_parameters
+
+    folder = tmp_path / "voices"
+    folder.mkdir()
+    (folder / "Ann.wav").write_bytes(speech_wav)
+    (folder / "notes.txt").write_text("not a clip")
+    clip = tmp_path / "ben.flac"
+    clip.write_bytes(b"flac bytes")
+    arguments = cli.parse_arguments(["x.wav", "--speakers", str(folder), "--speaker", f"Ben Ode={clip}"])
+    assert request_parameters(arguments)["known_speakers"] == [
+        {"name": "Ann", "audio": base64.b64encode(speech_wav).decode()},
+        {"name": "Ben Ode", "audio": base64.b64encode(b"flac bytes").decode()},
+    ]
+    assert "known_speakers" not in request_parameters(cli.parse_arguments(["x.wav"]))

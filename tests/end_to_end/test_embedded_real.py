@@ -159,3 +159,110 @@ def test_the_readme_library_example_runs_as_written(handler, monkeypatch, capsys
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (running the README example is the test)
     printed = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in printed] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_00"], printed
+
+
+ENROLMENT = SAMPLE.parent / "enrolment"  # clips from other recordings of the two readers, and an impostor
+
+
+def clip(name: str) -> str:
+    import base64
+
+    return base64.b64encode((ENROLMENT / name).read_bytes()).decode("ascii")
+
+
+def named(result: dict) -> list[str]:
+    return [segment["speaker"] for segment in result["speakers"]]
+
+
+def test_known_speakers_name_both_readers_and_not_an_impostor(handler, conversation):
+    audio, _ = conversation
+    known = [
+        {"name": "Impostor", "audio": clip("impostor.wav")},
+        {"name": "Reader A", "audio": clip("reader-a.wav")},
+        {"name": "Reader B", "audio": "data:audio/wav;base64," + clip("reader-b.wav")},
+    ]
+    result = handler({"inputs": audio, "parameters": {"known_speakers": known}})
+    assert named(result) == ["Reader A", "Reader B", "Reader A"], result["speakers"]
+    assert {turn["speaker"] for turn in result["diarization"]} == {"Reader A", "Reader B"}
+    (warning,) = [warning for warning in result["warnings"] if "Impostor" in warning]
+    assert warning.startswith("known speaker 'Impostor' matched no voice in this audio (closest similarity")
+
+
+def test_a_clip_of_a_voice_absent_from_the_recording_names_nobody(handler, conversation):
+    audio, _ = conversation
+    result = handler({"inputs": audio, "parameters": {"known_speakers": [{"name": "Impostor", "audio": clip("impostor.wav")}]}})
+    assert named(result) == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_00"]
+
+
+def test_one_known_reader_is_named_and_the_other_stays_anonymous(handler, conversation):
+    audio, _ = conversation
+    result = handler({"inputs": audio, "parameters": {"known_speakers": [{"name": "Reader B", "audio": clip("reader-b.wav")}]}})
+    assert named(result) == ["SPEAKER_00", "Reader B", "SPEAKER_00"]
+
+
+def test_speaker_embeddings_come_back_when_asked_and_match_the_clips(handler, conversation):
+    from speaker_transcripts.pipeline.speaker_naming import NAMING_THRESHOLD, cosine_similarities
+
+    audio, _ = conversation
+    plain = handler({"inputs": audio})
+    assert "speaker_embeddings" not in plain and plain["diarization"], "the timeline always, embeddings only when asked"
+    result = handler({"inputs": audio, "parameters": {"return_speaker_embeddings": True}})
+    embeddings = result["speaker_embeddings"]
+    assert (embeddings["model"], embeddings["metric"], embeddings["dimension"]) == ("pyannote-campplus", "cosine", 192)
+    assert sorted(embeddings["speakers"]) == ["SPEAKER_00", "SPEAKER_01"]
+    reader_b = handler({"inputs": clip("reader-b.wav"), "parameters": {"return_speaker_embeddings": True}})
+    (clip_voice,) = reader_b["speaker_embeddings"]["speakers"].values()
+    vectors = np.array([embeddings["speakers"]["SPEAKER_00"], embeddings["speakers"]["SPEAKER_01"]])
+    similarity = cosine_similarities(vectors, np.array([clip_voice]))[:, 0]
+    assert similarity[1] >= NAMING_THRESHOLD > similarity[0], similarity  # reader B across two files
+
+
+def _wav(samples: np.ndarray) -> str:
+    import base64
+
+    from tests.audio_files import pcm_wav
+
+    return base64.b64encode(pcm_wav(samples)).decode("ascii")
+
+
+@pytest.mark.parametrize(
+    ("audio", "message"),
+    [
+        (lambda: _wav(np.zeros(3 * 16000)), "'Ann': the clip holds 0.0 s of speech; at least 1 s"),
+        (lambda: _wav(samples_of(ENROLMENT / "reader-b.wav")[16000 : 16000 + 8000]), "'Ann': the clip holds 0.[0-9] s of speech"),
+        (lambda: _wav(np.zeros(31 * 16000)), "'Ann': the clip is longer than 30 s"),
+        (lambda: "bm90IGF1ZGlvIGF0IGFsbA==", "'Ann': could not decode the audio"),
+        (lambda: "%%%", "'Ann': .*base64"),
+    ],
+)
+def test_unusable_clips_are_refused_with_the_speaker_named(handler, conversation, audio, message):
+    from speaker_transcripts.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=message):
+        handler({"inputs": conversation[0], "parameters": {"known_speakers": [{"name": "Ann", "audio": audio()}]}})
+
+
+def test_the_openai_client_names_speakers_in_diarized_json(handler):
+    """The official client sends the two arrays through ``extra_body`` and reads OpenAI's diarized shape."""
+    from openai import OpenAI
+
+    from speaker_transcripts.server.app import create_app
+    from tests.servers import serving
+
+    references = [f"data:audio/wav;base64,{clip('reader-a.wav')}", f"data:audio/wav;base64,{clip('reader-b.wav')}"]
+    with serving(create_app(lambda: handler)) as url:
+        client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        with SAMPLE.open("rb") as audio:
+            answer = client.audio.transcriptions.create(
+                model="whisper-1", file=audio, response_format="diarized_json",
+                extra_body={"known_speaker_names": ["Ann", "Ben"], "known_speaker_references": references},
+            )
+        assert [segment.speaker for segment in answer.segments] == ["Ann", "Ben", "Ann"]
+        import httpx
+
+        mismatched = httpx.post(
+            f"{url}/v1/audio/transcriptions", files={"file": ("a.wav", SAMPLE.read_bytes())},
+            data={"known_speaker_names[]": ["Ann", "Ben"], "known_speaker_references[]": references[:1]}, timeout=60,
+        )
+    assert mismatched.status_code == 400
+    assert "known_speaker_names[] has 2 entries and known_speaker_references[] 1" in mismatched.json()["error"]["message"]

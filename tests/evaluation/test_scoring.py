@@ -13,6 +13,7 @@ from speaker_transcripts.evaluation.scoring import (
     cp_word_errors,
     english_normaliser,
     load_manifest,
+    named_attribution,
     read_rttm,
     word_errors,
     words_of,
@@ -51,6 +52,15 @@ def test_attribution_with_asr_errors_and_one_label_for_two_speakers():
     one_label = [(word, "X") for word, _ in reference]  # X maps to one speaker only
     assert attribution(reference, one_label).correct == 2
     assert attribution(reference, []).accuracy == 0.0 and attribution([], one_label).accuracy is None
+
+
+def test_named_attribution_counts_only_words_on_the_speaker_of_that_name():
+    reference = [("hi", "Ann"), ("there", "Ann"), ("hello", "Ben"), ("you", "Ben")]
+    assert named_attribution(reference, [("hi", "Ann"), ("there", "Ann"), ("hello", "Ben"), ("you", "Ben")]).correct == 4
+    swapped = [("hi", "Ben"), ("there", "Ben"), ("hello", "Ann"), ("you", "Ann")]
+    assert named_attribution(reference, swapped).correct == 0 and attribution(reference, swapped).correct == 4
+    anonymous = [("hi", "SPEAKER_00"), ("there", "Ann"), ("hello", "Ben")]  # "you" lost
+    assert (named_attribution(reference, anonymous).correct, named_attribution(reference, anonymous).accuracy) == (2, 0.5)
 
 
 def test_cp_wer_charges_misattributed_words():

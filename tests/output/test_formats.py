@@ -126,7 +126,7 @@ def test_vtt_escapes_reserved_characters_and_real_parsers_read_our_output():
     subtitles = list(srt.parse(srt_text))
     assert [s.index for s in subtitles] == [1, 2, 3]
     assert subtitles[1].content == "line one\nline two", "a blank line inside a cue would end it"
-    assert subtitles[0].content == "Dr. <Who>: a <b> & c --> d"
+    assert subtitles[0].content == "Dr. ‹Who›: a <b> & c --> d", "a label is not markup"
     assert subtitles[2].start.total_seconds() == 3600.0
 
 
@@ -214,3 +214,31 @@ def test_txt_reads_as_prose():
         {"speaker": "B", "text": "Fine.", "timestamp": [2.0, 2.4]},
     ]}
     assert render(diarized, "txt") == "A: Hello there. How are you?\nB: Fine.\n"
+
+
+def test_rttm_is_the_timeline_with_overlaps_and_a_real_reader_loads_it(tmp_path):
+    from pyannote.database.util import load_rttm
+
+    result = {**DIARIZED, "diarization": [
+        {"speaker": "Ann Lee", "start": 0.0, "end": 2.5}, {"speaker": "SPEAKER_01", "start": 2.0, "end": 4.25},
+    ]}
+    document = render(result, "rttm", uri="weekly meeting")
+    assert document == (
+        "SPEAKER weekly_meeting 1 0.000 2.500 <NA> <NA> Ann_Lee <NA> <NA>\n"
+        "SPEAKER weekly_meeting 1 2.000 2.250 <NA> <NA> SPEAKER_01 <NA> <NA>\n"
+    )
+    (tmp_path / "a.rttm").write_text(document)
+    annotation = load_rttm(tmp_path / "a.rttm")["weekly_meeting"]
+    assert annotation.label_duration("Ann_Lee") == 2.5
+    assert annotation.get_overlap().duration() == pytest.approx(0.5), "the overlap is kept"
+    with pytest.raises(ValueError, match="needs a diarized result"):
+        render(DIARIZED, "rttm")
+
+
+def test_a_speaker_name_with_markup_is_shown_not_obeyed_in_srt_and_vtt():
+    named = {**DIARIZED, "speakers": [{"speaker": "<b>Ann</b> {\\an8}", "text": " Hello there.", "timestamp": [0.0, 1.5]}]}
+    (cue,) = srt.parse(render(named, "srt"))
+    assert cue.content == "‹b›Ann‹/b› (\\an8): Hello there."
+    (caption,) = webvtt.from_buffer(io.StringIO(render(named, "vtt")))
+    assert caption.voice == "&lt;b&gt;Ann&lt;/b&gt; {\\an8}" and caption.text == "Hello there.", "escaped, not markup"
+    assert json.loads(render(named, "json"))["speakers"][0]["speaker"] == "<b>Ann</b> {\\an8}", "JSON keeps names verbatim"

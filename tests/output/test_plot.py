@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from speaker_transcripts.output.plot import CHARACTER_IN, _fitting, plot_timeline
+from speaker_transcripts.output.plot import CHARACTER_IN, _fitting, overlapped_spans, plot_timeline
+from speaker_transcripts.pipeline.diarization import Turn
 
 
 def png_size(path) -> tuple[int, int]:
@@ -37,3 +38,16 @@ def test_a_lane_per_speaker_and_one_without_diarization(tmp_path):
     one = {"chunks": [], "speakers": [{"speaker": "A", "text": "Hello.", "timestamp": [0.5, 2.0]}], "duration": 30.0}
     heights = [png_size(plot_timeline(result, tmp_path / f"{index}.png"))[1] for index, result in enumerate((plain, one, diarized(30.0)))]
     assert heights[0] == heights[1] < heights[2], heights
+
+
+def test_overlapped_speech_is_where_two_or_more_talk_at_once():
+    turns = [Turn("A", 0.0, 5.0), Turn("B", 4.0, 8.0), Turn("C", 4.5, 6.0), Turn("A", 7.5, 9.0), Turn("B", 9.0, 10.0)]
+    assert overlapped_spans(turns) == [(4.0, 5.0 + 1.0), (7.5, 8.0)]
+    assert overlapped_spans([Turn("A", 0.0, 1.0)]) == []
+
+
+def test_a_speaker_heard_only_in_overlap_still_gets_a_lane(tmp_path):
+    """The timeline can hold a speaker no words were given to (they only talked over someone)."""
+    one = {"chunks": [], "speakers": [{"speaker": "A", "text": "Hello.", "timestamp": [0.5, 2.0]}], "duration": 30.0}
+    overlapped = {**one, "diarization": [{"speaker": "A", "start": 0.5, "end": 2.0}, {"speaker": "B", "start": 1.0, "end": 1.8}]}
+    assert png_size(plot_timeline(one, tmp_path / "one.png"))[1] < png_size(plot_timeline(overlapped, tmp_path / "two.png"))[1]

@@ -163,7 +163,7 @@ def test_diarize_drops_slivers_too_short_for_a_word():
         annotation[Segment(0.5, 0.75)] = "A"  # a quarter second: a short word, kept
         return annotation
 
-    turns = diarize(pipeline, np.zeros(16000, dtype=np.float32), 16000, {})
+    turns = diarize(pipeline, np.zeros(16000, dtype=np.float32), 16000, {}).turns
     assert turns == [Turn("A", 0.5, 0.75), Turn("B", 4.0, 10.6), Turn("A", 12.47, 14.0)]
 
 
@@ -180,9 +180,9 @@ def test_diarize_numbers_pyannote_speakers_in_order_of_appearance():
         return run
 
     silence = np.zeros(16000, dtype=np.float32)
-    renumbered = diarize(pipeline(["SPEAKER_01", "SPEAKER_02", "SPEAKER_00", "SPEAKER_01"]), silence, 16000, {})
+    renumbered = diarize(pipeline(["SPEAKER_01", "SPEAKER_02", "SPEAKER_00", "SPEAKER_01"]), silence, 16000, {}).turns
     assert [turn.speaker for turn in renumbered] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02", "SPEAKER_00"]
-    named = diarize(pipeline(["BOB", "ALICE"]), silence, 16000, {})
+    named = diarize(pipeline(["BOB", "ALICE"]), silence, 16000, {}).turns
     assert [turn.speaker for turn in named] == ["BOB", "ALICE"]
 
 
@@ -230,3 +230,32 @@ def test_group_by_speaker_keeps_every_word_once():
     segments = group_by_speaker(spoken, ["X", "Y", "X", "Y"])
     assert [(s.speaker, s.text) for s in segments] == [("X", "a b"), ("Y", "c")]
     assert_nothing_lost(spoken, segments)
+
+
+def test_segments_spoken_over_someone_name_who_else_was_talking():
+    from speaker_transcripts.pipeline.diarization import SpeakerSegment, with_overlaps
+
+    timeline = [Turn("A", 0.0, 5.0), Turn("B", 4.0, 8.0), Turn("C", 7.9, 9.0)]
+    segments = [SpeakerSegment("A", " Well, I think", 0.0, 5.0), SpeakerSegment("B", " Right.", 5.0, 8.0)]
+    marked = with_overlaps(segments, timeline)
+    assert [segment.overlapping for segment in marked] == [("B",), ()], "0.1 s with C is a turn edge, not overlap"
+    assert marked[0].to_dict() == {"speaker": "A", "text": " Well, I think", "timestamp": [0.0, 5.0], "overlapping": ["B"]}
+    assert "overlapping" not in marked[1].to_dict()
+
+
+def test_the_timeline_keeps_overlaps_and_labels_agree_with_the_turns():
+    import numpy as np
+    from types import SimpleNamespace
+
+    overlapping, exclusive = Annotation(), Annotation()
+    overlapping[Segment(0.0, 4.0)] = "SPEAKER_01"
+    overlapping[Segment(3.0, 6.0)] = "SPEAKER_00"
+    exclusive[Segment(0.0, 3.5)] = "SPEAKER_01"
+    exclusive[Segment(3.5, 6.0)] = "SPEAKER_00"
+    vectors = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)  # rows follow labels(): SPEAKER_00, SPEAKER_01
+    output = SimpleNamespace(speaker_diarization=overlapping, exclusive_speaker_diarization=exclusive, speaker_embeddings=vectors)
+    found = diarize(lambda audio, **hints: output, np.zeros(16000, dtype=np.float32), 16000, {})
+    assert found.turns == [Turn("SPEAKER_00", 0.0, 3.5), Turn("SPEAKER_01", 3.5, 6.0)]
+    assert found.timeline == [Turn("SPEAKER_00", 0.0, 4.0), Turn("SPEAKER_01", 3.0, 6.0)]
+    assert found.embeddings["SPEAKER_00"].tolist() == [1.0, 0.0], "the voice follows its renamed speaker"
+    assert found.renamed({"SPEAKER_01": "Ann"}).speakers == ["SPEAKER_00", "Ann"]

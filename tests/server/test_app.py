@@ -509,3 +509,48 @@ def test_uvicorn_command_with_an_unloadable_model_exits_with_one_line():
     assert errors[0].startswith("ERROR:    could not load the models: ASR_MODEL=openai/whisper-never-cached cannot be fetched")
     assert "ASR_MODEL=whisper-base" in errors[0] and "HF_TOKEN" in errors[0]
     assert "Traceback" not in process.stderr and len(process.stderr.splitlines()) <= 5, process.stderr
+
+
+def test_the_answer_carries_the_speaker_timeline_when_diarized(client, speech_wav):
+    diarized = client.post("/", json={"inputs": b64(speech_wav), "parameters": {"language": "en"}}).json()
+    assert diarized["diarization"] == [{"speaker": "ALICE", "start": 0.0, "end": 1.4}, {"speaker": "BOB", "start": 1.4, "end": 3.0}]
+    plain = client.post("/", json={"inputs": b64(speech_wav), "parameters": {"language": "en", "diarize": False}}).json()
+    assert "diarization" not in plain
+
+
+def test_diarization_route_answers_json_or_rttm_and_task_diarize_skips_asr(client, speech_wav, handler, monkeypatch):
+    def no_asr(*args, **kwargs):
+        raise AssertionError("diarization alone must not run speech recognition")
+
+    monkeypatch.setattr(handler.recognizer, "transcribe", no_asr)
+    answer = client.post("/v1/audio/diarization", files={"file": ("standup.wav", speech_wav)})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {
+        "duration": SPEECH_SECONDS,
+        "segments": [{"speaker": "ALICE", "start": 0.0, "end": 1.4}, {"speaker": "BOB", "start": 1.4, "end": 3.0}],
+        "warnings": [],
+    }
+    rttm = client.post("/v1/audio/diarization", files={"file": ("standup.wav", speech_wav)}, data={"response_format": "rttm"})
+    assert rttm.headers["content-type"].startswith("text/plain")
+    assert rttm.text.splitlines() == [
+        "SPEAKER standup 1 0.000 1.400 <NA> <NA> ALICE <NA> <NA>",
+        "SPEAKER standup 1 1.400 1.600 <NA> <NA> BOB <NA> <NA>",
+    ]
+    payload = client.post("/", json={"inputs": b64(speech_wav), "parameters": {"task": "diarize"}}).json()
+    assert (payload["text"], payload["speakers"], payload["decoding"]) == ("", [], "none")
+    assert [turn["speaker"] for turn in payload["diarization"]] == ["ALICE", "BOB"]
+
+
+def test_known_speakers_need_a_pipeline_that_embeds_voices(client, speech_wav):
+    """The stand-in diarization has no embedding model: naming is refused, not silently skipped."""
+    known = {"known_speakers": [{"name": "Ann", "audio": b64(speech_wav)}]}
+    for response in (
+        client.post("/", json={"inputs": b64(speech_wav), "parameters": known}),
+        client.post("/v1/audio/diarization", files={"file": ("a.wav", speech_wav)},
+                    data={"known_speaker_names[]": ["Ann"], "known_speaker_references[]": [b64(speech_wav)]}),
+    ):
+        assert response.status_code == 400
+        error = response.json()["error"]  # the Endpoints shape (a string), the OpenAI one (an object) under /v1
+        assert "needs a diarization pipeline with a speaker-embedding model" in (error if isinstance(error, str) else error["message"])
+    bad_format = client.post("/v1/audio/diarization", files={"file": ("a.wav", speech_wav)}, data={"response_format": "srt"})
+    assert bad_format.status_code in (400, 422)

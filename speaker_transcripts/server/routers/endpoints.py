@@ -32,6 +32,26 @@ class SpeakerSegment(BaseModel):
     speaker: str
     text: str
     timestamp: tuple[float, float]
+    overlapping: list[str] | None = Field(default=None, description="the other speakers heard during it, if any")
+
+
+class SpeakerTurn(BaseModel):
+    speaker: str
+    start: float
+    end: float
+
+
+class KnownSpeakerReport(BaseModel):
+    name: str
+    named: bool = Field(description="whether a voice in the audio was given this name")
+    similarity: float | None = Field(description="the closest cosine similarity of the clip to a diarized voice")
+
+
+class SpeakerEmbeddings(BaseModel):
+    model: str | None = Field(description="the diarization model whose embedding model made the vectors")
+    metric: str
+    dimension: int
+    speakers: dict[str, list[float]]
 
 
 class EndpointResponse(BaseModel):
@@ -44,6 +64,9 @@ class EndpointResponse(BaseModel):
     duration: float
     decoding: str = Field(description="which path ran: 'assisted', or 'batched (batch_size N)'")
     warnings: list[str]
+    diarization: list[SpeakerTurn] | None = Field(default=None, description="who spoke when, overlaps kept (when diarized)")
+    known_speakers: list[KnownSpeakerReport] | None = None
+    speaker_embeddings: SpeakerEmbeddings | None = None
 
 
 class EndpointRequest(BaseModel):

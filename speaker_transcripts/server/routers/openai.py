@@ -40,7 +40,29 @@ router = APIRouter(dependencies=[Depends(BEARER)])  # documents the scheme; Head
 AudioUpload = Annotated[UploadFile, File(description="the audio file (any common container)")]
 
 
-class OpenAIOptions(BaseModel):
+class KnownSpeakerFields(BaseModel):
+    """OpenAI's two parallel form arrays naming the voices to recognise (also on the diarization route)."""
+
+    known_speaker_names: list[str] = Field(
+        default_factory=list, alias="known_speaker_names[]", description="names for the voices in known_speaker_references[]"
+    )
+    known_speaker_references: list[str] = Field(
+        default_factory=list, alias="known_speaker_references[]",
+        description="a few seconds of each known speaker, as data: URLs (or base64), in the order of known_speaker_names[]",
+    )
+
+    def known_speakers(self) -> list[dict[str, str]] | None:
+        """The two arrays as the handler's ``known_speakers`` list (one meaning on every surface)."""
+        names, references = self.known_speaker_names, self.known_speaker_references
+        if len(names) != len(references):
+            raise InvalidRequestError(
+                f"known_speaker_names[] has {len(names)} entries and known_speaker_references[] {len(references)}; "
+                "send one reference clip per name, in the same order"
+            )
+        return [{"name": name, "audio": audio} for name, audio in zip(names, references, strict=True)] or None
+
+
+class OpenAIOptions(KnownSpeakerFields):
     """The OpenAI audio API's form fields, plus our diarization and decoding extensions."""
 
     model: str = Field(default="whisper-1", description="accepted for compatibility; the server's ASR_MODEL decodes")
@@ -54,6 +76,7 @@ class OpenAIOptions(BaseModel):
     max_speakers: int | None = None
     assisted: bool | None = None
     stream: bool = Field(default=False, description="answer with server-sent events as the audio is decoded")
+    return_speaker_embeddings: bool | None = None
 
 
 class TranscriptionOptions(OpenAIOptions):
@@ -101,6 +124,8 @@ async def openai_transcription(
         "min_speakers": options.min_speakers,
         "max_speakers": options.max_speakers,
         "assisted": options.assisted,
+        "known_speakers": options.known_speakers(),
+        "return_speaker_embeddings": options.return_speaker_embeddings,
     }
     audio = await file.read()
     data = {"inputs": audio, "parameters": {k: v for k, v in parameters.items() if v is not None}}
