@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             grid = {name: (value,) for name, value in PIPELINE_PARAMS["clustering"].items()}
         for values in itertools.product(*grid.values()):
             clustering = dict(zip(grid, values, strict=True))
-            pipeline.instantiate({"segmentation": {"min_duration_off": 0.0}, "clustering": clustering})
+            pipeline.instantiate({"segmentation": PIPELINE_PARAMS["segmentation"], "clustering": clustering})
             per_file = {}
             totals = {"meetings": DiarizationTotals(), "synthetic": DiarizationTotals()}
             for entry, file in zip(entries, files, strict=True):

@@ -1,4 +1,4 @@
-"""The README's command lines, read from README.md itself so they cannot drift from the code.
+"""The README's command lines (and its docs/ pages'), read from the files so they cannot drift from the code.
 
 Every ``speaker-transcripts`` command in a shell block runs the venv's console command (the one
 the README's install command puts there), every subcommand exists, and each command's arguments
@@ -21,7 +21,8 @@ import pytest
 from speaker_transcripts.cli import SUBCOMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+# The README first (its first command is the main one), then the docs/ pages it links to.
+README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 COMMAND = re.compile(r"(?P<program>\S*speaker-transcripts) (?P<subcommand>[a-z-]+)(?P<rest>[^`\n]*)")
 BENCH_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>bench/[a-z_]+\.py)\b(?P<rest>[^`\n]*)")
 PARSED_BENCHES = {"bench/long_form.py": "bench.long_form", "bench/cpu_speed.py": "bench.cpu_speed"}
@@ -161,3 +162,20 @@ def test_the_endpoint_examples_run_as_written(marker, server_url, speech_wav, tm
     exec(compile(code, "README.md", "exec"), {"ENDPOINT_URL": server_url, "HF_TOKEN": "hf_unused"})  # noqa: S102 (the README example is the test)
     printed = capsys.readouterr().out
     assert "ALICE" in printed or "BOB" in printed, printed
+
+
+def test_every_relative_link_in_the_readme_and_docs_leads_somewhere():
+    """The README links its docs/ pages (and they it): a moved section must not leave a dead link."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.exists(), f"{page.name}: {target} does not exist"
+            if anchor and linked.suffix == ".md":
+                body = linked.read_text()
+                headings = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+                            for line in body.splitlines() if line.startswith("#")}
+                assert anchor in headings or f'id="{anchor}"' in body, f"{page.name}: no anchor #{anchor} in {linked.name}"

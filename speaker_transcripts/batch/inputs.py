@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pyarrow import fs
 
-AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".mp4", ".aac", ".webm", ".wma", ".aiff", ".aif", ".mka"})
+from speaker_transcripts.pipeline.audio import AUDIO_EXTENSIONS
+
 MANIFEST_EXTENSIONS = frozenset({".txt", ".lst", ".list"})
 
 

@@ -11,7 +11,7 @@ import importlib
 import sys
 
 SUBCOMMANDS = {
-    "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt)"),
+    "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt, rttm)"),
     "batch": ("batch", "transcribe a corpus (folders, globs, manifests, URIs) on Ray Data, one row per file"),
     "serve": ("serve", "serve the Endpoints payload and the OpenAI audio API over HTTP"),
     "models": ("models", "list the embedded models, or pull them into the cache"),
@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "evaluate": ("evaluate", "score transcripts and speaker attribution on a manifest"),
 }
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # what a shell reports for a command ended by Ctrl-C (128 + SIGINT)
 
 
 def usage() -> str:
@@ -39,5 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     if name not in SUBCOMMANDS:
         print(f"speaker-transcripts: unknown subcommand '{name}'\n\n{usage()}", end="", file=sys.stderr)
         return EXIT_USAGE
-    module = importlib.import_module(f"{__name__}.{SUBCOMMANDS[name][0]}")
-    return module.main(rest)
+    try:
+        module = importlib.import_module(f"{__name__}.{SUBCOMMANDS[name][0]}")
+        return module.main(rest)
+    except KeyboardInterrupt:  # Ctrl-C: the user knows why it stopped; 60 lines of traceback tell them nothing
+        print(f"\nspeaker-transcripts {name}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -257,5 +257,16 @@ def main(argv: list[str] | None = None) -> int:
             wait_until_running(endpoint, arguments.timeout, arguments.poll)
     except HfHubHTTPError as error:
         raise SystemExit(f"the Inference Endpoints API refused the request: {redacted(str(error), {token})}") from None
+    except unreachable_errors() as error:  # no network, DNS, proxy: one line, not a 60-line traceback
+        reason = redacted(str(error), {token}) or type(error).__name__
+        raise SystemExit(f"could not reach the Inference Endpoints API ({reason}); check the network (and HF_INFERENCE_ENDPOINTS_API, when set)") from None
     return 0
+
+
+def unreachable_errors() -> tuple[type[Exception], ...]:
+    """What huggingface_hub raises when the API cannot be reached at all (its HTTP clients' transport errors)."""
+    import httpx
+    import httpx2
+
+    return (httpx.TransportError, httpx2.TransportError, OSError)
 

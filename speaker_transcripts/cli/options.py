@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from speaker_transcripts.config import ModelSettings
-
-CLIP_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm")
+from speaker_transcripts.pipeline.audio import AUDIO_EXTENSIONS
 
 
 def known_speaker(text: str) -> tuple[str, Path]:
@@ -28,9 +27,9 @@ def speaker_folder(text: str) -> list[tuple[str, Path]]:
     folder = Path(text)
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: not a folder (it should hold one clip per speaker, e.g. Alice.wav)")
-    clips = sorted(path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in CLIP_SUFFIXES)
+    clips = sorted(path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in AUDIO_EXTENSIONS)
     if not clips:
-        raise argparse.ArgumentTypeError(f"{text}: holds no audio clips ({', '.join(CLIP_SUFFIXES)})")
+        raise argparse.ArgumentTypeError(f"{text}: holds no audio clips ({', '.join(sorted(AUDIO_EXTENSIONS))})")
     return [(path.stem, path) for path in clips]
 
 

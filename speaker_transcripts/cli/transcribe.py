@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +27,7 @@ from speaker_transcripts.cli.options import add_request_options, model_settings,
 from speaker_transcripts.config import parse_parameters
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, SubtitleRules, render
-from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+from speaker_transcripts.pipeline.audio import AUDIO_EXTENSIONS, SAMPLING_RATE, decode_file, probe_file
 from speaker_transcripts.pipeline.transcriber import NO_SPEECH
 
 EXIT_FILE_FAILED = 1
@@ -84,10 +85,27 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.format == "rttm" and arguments.diarize is False:
         print("speaker-transcripts transcribe: error: --format rttm is the speaker timeline; drop --no-diarize", file=sys.stderr)
         return EXIT_NOT_STARTED
+    # Everything a user can get wrong is checked here, in a second, not after the models have loaded.
     try:
-        parse_parameters(request_parameters(arguments))  # --num-speakers 0, --min-speakers 3 --max-speakers 1: now, not after loading
-    except InvalidRequestError as error:
+        parse_parameters(request_parameters(arguments))  # --num-speakers 0, --min-speakers 3 --max-speakers 1
+        check_language(arguments.language)
+        files = input_files(arguments.files)
+        documents = output_paths(files, arguments.out, arguments.format) if arguments.out else {}
+        plots = output_paths(files, arguments.out or Path.cwd(), "png") if arguments.plot else {}
+        check_writable(arguments.out, [*documents.values(), *plots.values()])
+    except (InvalidRequestError, UsageError) as error:
         print(f"speaker-transcripts transcribe: error: {error}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    failures = 0
+    audio_files = []
+    for path in files:
+        try:
+            probe_file(path)
+            audio_files.append(path)
+        except InvalidRequestError as error:
+            print(f"{path}: {error}", file=sys.stderr)
+            failures += 1
+    if not audio_files:
         return EXIT_NOT_STARTED
     try:
         handler = load_handler(arguments)
@@ -95,13 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"could not load the models: {error}", file=sys.stderr)
         return EXIT_NOT_STARTED
     parameters = request_parameters(arguments)
-    documents = output_paths(arguments.files, arguments.out, arguments.format) if arguments.out else {}
-    plots = output_paths(arguments.files, arguments.out or Path.cwd(), "png") if arguments.plot else {}
-    if arguments.out:
-        arguments.out.mkdir(parents=True, exist_ok=True)
-    several = len(arguments.files) > 1
-    failures = 0
-    for path in tqdm(arguments.files, desc="files", unit="file", disable=None if several else True):
+    several = len(files) > 1
+    for path in tqdm(audio_files, desc="files", unit="file", disable=None if several else True):
         try:
             result = transcribe_file(handler, path, parameters)
         except (OSError, InvalidRequestError) as error:
@@ -110,12 +123,65 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if NO_SPEECH in result["warnings"]:  # otherwise txt/srt/vtt output would just be empty
             tqdm.write(f"{path}: {NO_SPEECH}", file=sys.stderr)
-        write_result(path, result, arguments.format, documents.get(path), header=several, rules=rules)
-        if path in plots:
-            from speaker_transcripts.output.plot import plot_timeline
+        try:
+            write_result(path, result, arguments.format, documents.get(path), header=several, rules=rules)
+            if path in plots:
+                from speaker_transcripts.output.plot import plot_timeline
 
-            plot_timeline(result, plots[path], title=path.name)
+                plot_timeline(result, plots[path], title=path.name)
+        except OSError as error:  # a full disk, a folder removed meanwhile: the transcript is not lost
+            tqdm.write(f"{path}: cannot write {error.filename or 'the output'} ({error.strerror}); the result follows on stdout",
+                       file=sys.stderr)
+            print(json.dumps({"file": str(path), **result}, ensure_ascii=False))
+            failures += 1
     return EXIT_FILE_FAILED if failures else 0
+
+
+class UsageError(ValueError):
+    """A command line that cannot work (missing input, unwritable output): exit 2 before any model loads."""
+
+
+def input_files(paths: Iterable[Path]) -> list[Path]:
+    """The files to transcribe: files as given, folders searched (recursively) for audio."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(candidate for candidate in path.rglob("*") if candidate.is_file() and candidate.suffix.lower() in AUDIO_EXTENSIONS)
+            if not found:
+                raise UsageError(f"{path}: the folder holds no audio files ({', '.join(sorted(AUDIO_EXTENSIONS))})")
+            files += found
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or folder")
+    return files
+
+
+def check_language(language: str | None) -> None:
+    """A language Whisper knows, by code (``de``) or name (``german``); whether the loaded model
+    speaks it (English-only models) is checked once it has loaded."""
+    if language is None:
+        return
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
+
+    code = language.strip().lower().removeprefix("<|").removesuffix("|>")
+    if code not in LANGUAGES and code not in TO_LANGUAGE_CODE:
+        raise UsageError(f"unknown language {language!r}; Whisper knows codes such as en, de, fr, or names such as german")
+
+
+def check_writable(out: Path | None, destinations: Iterable[Path]) -> None:
+    """``--out`` is (or can become) a folder and every output name fits the file system."""
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out}: exists and is not a folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"--out {out}: cannot create it ({error.strerror})") from None
+    for destination in destinations:
+        limit = os.pathconf(destination.parent, "PC_NAME_MAX") if destination.parent.is_dir() else 255
+        if len(os.fsencode(destination.name)) > limit:
+            raise UsageError(f"{destination.name[:40]}...: the output name is longer than this file system allows ({limit} bytes)")
 
 
 def transcribe_file(handler: Any, path: Path, parameters: dict[str, Any]) -> dict[str, Any]:

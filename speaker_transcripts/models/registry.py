@@ -42,7 +42,9 @@ CACHE_ENV = "EMBEDDED_MODELS_DIR"
 MANIFEST = "embedded-model.json"  # written last: a folder without it is an unfinished pull
 # Raise when what a pull assembles changes (converter, pipeline settings): cached folders of an
 # older assembly are then pulled again instead of being used as they are.
-ASSEMBLY_VERSION = 3  # 3: modules moved into the speaker_transcripts package (config.yaml and checkpoints name them)
+# 3: modules moved into the speaker_transcripts package (config.yaml and checkpoints name them);
+# 4: the diarization config fills gaps under 0.3 s (min_duration_off).
+ASSEMBLY_VERSION = 4
 HUB_PROBE_TIMEOUT_S = 5.0
 
 

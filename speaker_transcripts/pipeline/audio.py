@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 import av
@@ -24,6 +25,8 @@ import numpy as np
 from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, RequestAbandoned, shown
 
 SAMPLING_RATE = 16000
+# What a folder of recordings is searched for (the CLI's and the batch job's inputs, enrolment clip folders).
+AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".mp4", ".aac", ".webm", ".wma", ".aiff", ".aif", ".mka"})
 # Rates a real recording has. A header declaring 2 Hz turns each sample into 8000 at 16 kHz: a
 # few dozen bytes would resample to hours of audio (gigabytes) before any limit is reached.
 MIN_SAMPLING_RATE, MAX_SAMPLING_RATE = 1000, 384000
@@ -97,6 +100,19 @@ def decode_file(data: bytes, max_seconds: float | None = None, should_stop: Call
             except (InvalidRequestError, UnicodeDecodeError):
                 pass
         raise  # the first error: it describes the body as sent
+
+
+def probe_file(path: Path) -> None:
+    """Raise ``InvalidRequestError`` unless ``path`` opens as a container with an audio stream:
+    a check of the header alone, so a command line can refuse a non-audio file before models load."""
+    try:
+        with av.open(str(path), options=_OPEN_OPTIONS) as container:
+            if not container.streams.audio:
+                raise InvalidRequestError("the file holds no audio stream; send an audio file (wav, flac, mp3, ogg, opus, m4a, webm)")
+    except av.error.FFmpegError as error:
+        raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
+    except OSError as error:
+        raise InvalidRequestError(f"cannot read the file ({error.strerror})") from None
 
 
 def _too_long(seconds: float, max_seconds: float) -> AudioTooLongError:

@@ -96,6 +96,18 @@ def test_api_refusal_is_a_clear_error():
     assert "Traceback" not in refused.stderr and TOKEN not in refused.stderr
 
 
+def test_an_unreachable_api_is_one_line_not_a_traceback():
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on: the connection is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    unreachable = run_deploy(f"http://127.0.0.1:{port}", "--name", "x", "--repository", "alice/r", "--namespace", NAMESPACE)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.startswith("could not reach the Inference Endpoints API (")
+    assert len(unreachable.stderr.strip().splitlines()) == 1 and TOKEN not in unreachable.stderr
+
+
 def test_waiting_gives_up_after_the_timeout():
     with serving(EndpointsStandIn(["pending"]).app) as base_url:
         stuck = run_deploy(base_url, "--name", "slow", "--repository", "alice/r", "--timeout", "0.3")

@@ -21,13 +21,13 @@ def audio_files(tmp_path, speech_wav) -> dict[str, Path]:
 
 def test_json_lines_on_stdout_and_errors_on_stderr(tiny_models, audio_files, monkeypatch, capsys):
     monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
-    status = cli.main([str(audio_files["broken"]), str(audio_files["good"]), str(audio_files["missing"]), "--language", "en"])
+    status = cli.main([str(audio_files["broken"]), str(audio_files["good"]), "--language", "en"])
     captured = capsys.readouterr()
     results = [json.loads(line) for line in captured.out.splitlines()]
     assert status == cli.EXIT_FILE_FAILED
     assert [r["file"] for r in results] == [str(audio_files["good"])]
     assert results[0]["language"] == "en" and results[0]["chunks"] and results[0]["speakers"] == []
-    assert "broken.wav: could not decode" in captured.err and "missing.wav" in captured.err
+    assert "broken.wav: could not decode" in captured.err
 
 
 def test_every_format_to_an_output_directory_with_speakers_and_a_plot(tiny_models, tiny_pyannote, audio_files, tmp_path, speech_wav):
@@ -171,3 +171,49 @@ def test_known_speakers_from_options_and_a_folder(tmp_path, speech_wav):
         {"name": "Ben Ode", "audio": base64.b64encode(b"flac bytes").decode()},
     ]
     assert "known_speakers" not in request_parameters(cli.parse_arguments(["x.wav"]))
+
+
+def test_unusable_inputs_and_outputs_exit_2_before_the_models_load(audio_files, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    good = str(audio_files["good"])
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    long_name = tmp_path / ("x" * 252 + ".au")  # 255 bytes: the longest name; its .rttm output would be 257
+    long_name.write_bytes(audio_files["good"].read_bytes())
+    for arguments, message in [
+        ([good, str(audio_files["missing"])], "missing.wav: no such file or folder"),
+        ([str(empty)], "the folder holds no audio files"),
+        ([good, "--out", str(a_file)], "exists and is not a folder"),
+        ([str(long_name), "--out", str(tmp_path / "out"), "--format", "rttm"], "longer than this file system allows"),
+        ([good, "--language", "xx"], "unknown language 'xx'"),
+        ([str(audio_files["broken"])], "broken.wav: could not decode"),
+    ]:
+        assert cli.main(arguments) == cli.EXIT_NOT_STARTED, arguments
+        assert message in capsys.readouterr().err, arguments
+
+
+def test_a_folder_is_transcribed_file_by_file(tiny_models, speech_wav, tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "calls"
+    (folder / "monday").mkdir(parents=True)
+    (folder / "b.wav").write_bytes(speech_wav)
+    (folder / "monday" / "a.wav").write_bytes(speech_wav)
+    (folder / "notes.txt").write_text("not audio")
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(folder), "--language", "en", "--format", "txt", "--out", str(tmp_path / "out")]) == 0
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.txt", "b.txt"]
+
+
+def test_a_result_that_cannot_be_written_is_printed_not_lost(tiny_models, audio_files, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+
+    def full_disk(path, result, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "out" / "good.txt"))
+
+    monkeypatch.setattr(cli, "write_result", full_disk)
+    assert cli.main([str(audio_files["good"]), "--language", "en", "--format", "txt", "--out", str(tmp_path / "out")]) == 1
+    captured = capsys.readouterr()
+    assert "No space left on device); the result follows on stdout" in captured.err
+    printed = json.loads(captured.out)
+    assert printed["file"] == str(audio_files["good"]) and "chunks" in printed, "the finished transcript reached the user"

@@ -1,0 +1,59 @@
+"""The console command's dispatcher and ``serve``'s checks before any model loads."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from speaker_transcripts import cli
+from speaker_transcripts.cli import serve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys):
+    from speaker_transcripts.cli import models
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(models, "main", interrupted)
+    assert cli.main(["models", "list"]) == cli.EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err.strip() == "speaker-transcripts models: interrupted"
+
+
+def test_ctrl_c_in_a_real_process_prints_no_traceback():
+    """SIGINT while a subcommand runs (here one that sleeps): one line on stderr, status 130."""
+    import signal
+    import time
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time, speaker_transcripts.cli as c, speaker_transcripts.cli.models as m;"
+         " m.main = lambda argv: (print('ready', flush=True), time.sleep(60)); raise SystemExit(c.main(['models']))"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 130 and "Traceback" not in err and err.strip() == "speaker-transcripts models: interrupted"
+
+
+def test_serve_refuses_a_port_in_use_before_loading_anything(monkeypatch, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setitem(sys.modules, "speaker_transcripts.server.app", None)  # importing the app would fail the test
+        assert serve.main(["--host", "127.0.0.1", "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("host", "expected"), [("127.0.0.1", None), ("no-such-host.invalid", "")])
+def test_a_free_port_binds_and_an_unknown_host_is_named(host, expected):
+    problem = serve.unbindable(host, 0)
+    assert problem is None if expected is None else problem
