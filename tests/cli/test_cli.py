@@ -31,9 +31,10 @@ def test_ctrl_c_in_a_real_process_prints_no_traceback():
     import signal
     import time
 
+    script = ("import time, speaker_transcripts.cli as c, speaker_transcripts.cli.models as m;"
+              " m.main = lambda argv: (print('ready', flush=True), time.sleep(60)); raise SystemExit(c.main(['models']))")
     child = subprocess.Popen(
-        [sys.executable, "-c", "import time, speaker_transcripts.cli as c, speaker_transcripts.cli.models as m;"
-         " m.main = lambda argv: (print('ready', flush=True), time.sleep(60)); raise SystemExit(c.main(['models']))"],
+        [sys.executable, "-c", script],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert child.stdout.readline().strip() == "ready"

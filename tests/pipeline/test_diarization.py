@@ -244,8 +244,9 @@ def test_segments_spoken_over_someone_name_who_else_was_talking():
 
 
 def test_the_timeline_keeps_overlaps_and_labels_agree_with_the_turns():
-    import numpy as np
     from types import SimpleNamespace
+
+    import numpy as np
 
     overlapping, exclusive = Annotation(), Annotation()
     overlapping[Segment(0.0, 4.0)] = "SPEAKER_01"
