@@ -138,6 +138,8 @@ class ServerSettings(BaseSettings):
     # A client that stops reading its answer: its connection is dropped once writing to it has
     # stalled this long (the answer, and the connection, are not held for it).
     write_timeout_s: float = Field(default=30.0, gt=0)
+    # GET /metrics needs API_KEY like the inference routes, unless this says a scraper may read it without.
+    metrics_public: bool = False
 
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ decided before a route runs in ``middleware``, the queue in ``inference``, the e
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -22,6 +23,7 @@ from fastapi import FastAPI
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.server.errors import ModelLoadError, RedactingFilter, SecretRedactor, add_error_handlers, logger
 from speaker_transcripts.server.inference import Handler, InferenceQueue
+from speaker_transcripts.server.metrics import MetricsMiddleware, ServiceMetrics
 from speaker_transcripts.server.middleware import (
     AdmissionGate,
     BodyReadTimeout,
@@ -30,6 +32,7 @@ from speaker_transcripts.server.middleware import (
     StartupFailureInOneLine,
 )
 from speaker_transcripts.server.routers import diarization, endpoints, health, openai
+from speaker_transcripts.server.routers import metrics as metrics_router
 
 
 def _load_self_hosted_handler() -> Handler:
@@ -45,13 +48,16 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        started = time.perf_counter()
         try:
             handler = load_handler() if load_handler is not None else _load_self_hosted_handler()
         except (OSError, RuntimeError, ValueError) as error:  # a model that cannot load: say why, in one line
             raise ModelLoadError(f"could not load the models: {error}") from error
+        metrics.model_load_seconds.set(time.perf_counter() - started)
+        app.state.loaded_at = time.time()
         app.state.handler = handler
         app.state.redact = SecretRedactor(handler.settings, settings)
-        app.state.queue = InferenceQueue(handler, settings, app.state.redact)
+        app.state.queue = InferenceQueue(handler, settings, app.state.redact, metrics)
         access_log = logging.getLogger("uvicorn.access")
         redacting = RedactingFilter(app.state.redact)  # a key sent in the query string is refused, and not logged
         access_log.addFilter(redacting)
@@ -68,14 +74,17 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         redirect_slashes=False,
     )
     app.state.settings = settings
+    app.state.metrics = metrics = ServiceMetrics()
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s)
     app.add_middleware(AdmissionGate)  # after the key check, before a byte of body is read
-    app.add_middleware(HeaderGate, api_key=settings.api_key)  # added later = runs earlier: before the body is read
+    protected = ("/v1/",) if settings.metrics_public else ("/v1/", "/metrics")
+    app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected)  # added later = runs earlier
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, health):
+    for surface in (endpoints, openai, diarization, health, metrics_router):
         app.include_router(surface.router)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, routes=app.routes)  # outermost: counts refusals too
     return app
 
 

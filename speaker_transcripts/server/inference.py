@@ -23,6 +23,7 @@ from fastapi import Request
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.server.errors import ServiceError, logger
+from speaker_transcripts.server.metrics import ServiceMetrics
 from speaker_transcripts.server.middleware import ADMITTED
 
 INFERENCE_WORKERS = 2  # one decodes the next upload while the other holds the models
@@ -41,9 +42,13 @@ class Handler(Protocol):
 class InferenceQueue:
     """Runs handler calls off the event loop; admits one running and ``max_queue`` waiting."""
 
-    def __init__(self, handler: Handler, settings: ServerSettings, redact: Callable[[str], str]) -> None:
+    def __init__(
+        self, handler: Handler, settings: ServerSettings, redact: Callable[[str], str], metrics: ServiceMetrics | None = None
+    ) -> None:
         self.handler = handler
         self.redact = redact
+        self.metrics = metrics or ServiceMetrics()
+        self.metrics.queue_depth.set_function(lambda: self.pending)
         self.max_queue = settings.max_queue
         self.timeout_s = settings.request_timeout_s
         self.pending = 0  # running + waiting; touched only on the event loop
@@ -78,11 +83,13 @@ class InferenceQueue:
             if future.done():
                 return future.result()
             stop.set()
+            self.metrics.abandoned.inc()
             if watcher is not None and watcher in done:
                 raise RequestAbandoned("the client hung up")
             raise ServiceError(504, f"the request took longer than {self.timeout_s:g} s (REQUEST_TIMEOUT_S) and was abandoned")
         except asyncio.CancelledError:  # the response task itself was cancelled: nobody is waiting
             stop.set()
+            self.metrics.abandoned.inc()
             raise
         finally:
             if watcher is not None:
@@ -116,7 +123,9 @@ class InferenceQueue:
         started = time.monotonic()
         self._started[threading.get_ident()] = started
         try:
-            return self.handler(data, **callbacks)
+            result = self.handler(data, **callbacks)
+            self.metrics.observe_work(float(result.get("duration") or 0.0), time.monotonic() - started)
+            return result
         except (InvalidRequestError, ServiceError, RequestAbandoned):
             raise
         except Exception as error:  # a bug or a device failure: log it here, tell the client little

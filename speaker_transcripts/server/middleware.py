@@ -158,14 +158,16 @@ class HeaderGate:
     Headers over ``MAX_HEADER_BYTES`` in total are 431; a second ``Authorization`` header is 400
     (which one counts would otherwise be the server's silent choice); with ``API_KEY``, a POST
     (every POST route is an inference route) without the right bearer key is 401 at once, so an
-    anonymous client cannot make the server read a 100-MB upload first. This is the only key
-    check; the routes declare the bearer scheme (``BEARER``) for the OpenAPI document."""
+    anonymous client cannot make the server read a 100-MB upload first, and so is a read under one of
+    ``protected_prefixes`` (``/v1/`` as OpenAI's API, ``/metrics`` unless ``METRICS_PUBLIC``). This is the only key check; the routes declare the bearer
+    scheme (``BEARER``) for the OpenAPI document."""
 
     MAX_HEADER_BYTES = 16 * 1024
 
-    def __init__(self, app: ASGIApp, api_key: SecretStr | None) -> None:
+    def __init__(self, app: ASGIApp, api_key: SecretStr | None, protected_prefixes: tuple[str, ...] = ()) -> None:
         self.app = app
         self._expected = api_key.get_secret_value().encode() if api_key else None
+        self._protected_prefixes = protected_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -178,7 +180,7 @@ class HeaderGate:
             refusal = (431, f"the request headers exceed {self.MAX_HEADER_BYTES // 1024} kB", {})
         elif len(authorizations) > 1:
             refusal = (400, "send one Authorization header, not several", {})
-        elif self._expected is not None and scope["method"] == "POST":
+        elif self._expected is not None and (scope["method"] == "POST" or scope["path"].startswith(self._protected_prefixes)):
             scheme, _, token = (authorizations[0] if authorizations else b"").partition(b" ")
             # constant-time comparison: no guessing the key by timing
             if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._expected):

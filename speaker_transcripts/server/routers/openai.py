@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from speaker_transcripts.errors import InvalidRequestError
-from speaker_transcripts.server.errors import status_of
+from speaker_transcripts.server.errors import ServiceError, status_of
 from speaker_transcripts.server.inference import infer
 from speaker_transcripts.server.middleware import BEARER
 from speaker_transcripts.server.openai_format import (
@@ -149,6 +149,42 @@ async def openai_transcription(
     else:
         body = TranscriptionJson(text=result["text"])
     return JSONResponse(body.model_dump(exclude_none=True), headers=headers)
+
+
+class Model(BaseModel):
+    """An entry of ``GET /v1/models``, as OpenAI's API lists models."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(description="when this server loaded it (Unix seconds)")
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]
+
+
+def loaded_models(request: Request) -> list[Model]:
+    """The ASR model that decodes every request (whatever ``model`` a client sends)."""
+    name = request.app.state.handler.configured.asr_model
+    owner = name.split("/", 1)[0] if "/" in name else "speaker-transcripts"
+    return [Model(id=name, created=int(request.app.state.loaded_at), owned_by=owner)]
+
+
+@router.get("/v1/models", response_model=ModelList)
+async def list_models(request: Request) -> ModelList:
+    """The loaded ASR model, in OpenAI's list shape."""
+    return ModelList(data=loaded_models(request))
+
+
+@router.get("/v1/models/{model_id:path}", response_model=Model)
+async def retrieve_model(request: Request, model_id: str) -> Model:
+    """One model by id; 404 for any other id."""
+    for model in loaded_models(request):
+        if model.id == model_id:
+            return model
+    raise ServiceError(404, f"the model {model_id!r} is not served here; GET /v1/models lists what is")
 
 
 async def streamed(request: Request, data: dict[str, Any]) -> Response:
