@@ -8,6 +8,7 @@ instead of after torch has loaded.
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 
 SUBCOMMANDS = {
@@ -31,6 +32,18 @@ def usage() -> str:
     )
 
 
+def show_package_log() -> None:
+    """The package's own log lines (a line per model loaded, the server's notices) on stderr, as
+    written: a command's user reads them; library noise stays silenced at its source."""
+    package = logging.getLogger("speaker_transcripts")
+    if not any(getattr(handler, "_console", False) for handler in package.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._console = True  # type: ignore[attr-defined]  # added once per process
+        package.addHandler(handler)
+    package.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if not arguments or arguments[0] in ("-h", "--help"):
@@ -40,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in SUBCOMMANDS:
         print(f"speaker-transcripts: unknown subcommand '{name}'\n\n{usage()}", end="", file=sys.stderr)
         return EXIT_USAGE
+    show_package_log()
     try:
         module = importlib.import_module(f"{__name__}.{SUBCOMMANDS[name][0]}")
         return module.main(rest)

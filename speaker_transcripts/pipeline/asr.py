@@ -70,6 +70,35 @@ for _logger_name in ("transformers.generation.utils", "transformers.models.whisp
     logging.getLogger(_logger_name).addFilter(_HandledWhisperNotices())
 
 
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers draws a "Loading weights" bar per model; the orchestrator says in one line
+    what it loaded and how long it took, so the bars are off while loading (and back on after,
+    for a caller's own models)."""
+    from transformers.utils import logging as transformers_logging
+
+    enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            transformers_logging.enable_progress_bar()
+
+
+def _drop_handled_checkpoint_settings(model: WhisperForConditionalGeneration, processor: Any) -> None:
+    """Settings older Whisper checkpoints (OpenAI's on the Hub among them) carry, which this
+    module supersedes and transformers warns about on every run: ``forced_decoder_ids`` (the
+    task and language are passed on every call, or detected), and the tokenizer's
+    ``clean_up_tokenization_spaces=True``, which transformers already ignores for Whisper's BPE
+    tokenizer (it would strip spaces before punctuation). Dropping them changes no output."""
+    if getattr(model.generation_config, "forced_decoder_ids", None) is not None:
+        model.generation_config.forced_decoder_ids = None
+    tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is not None and getattr(tokenizer, "clean_up_tokenization_spaces", False):
+        tokenizer.clean_up_tokenization_spaces = False
+
+
 def _without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """Word timestamps make Whisper's ``generate`` ask for attention weights (5.24), and the
     encoder then keeps its self-attention maps too: layers x heads x 1500 x 1500 floats per piece
@@ -104,14 +133,15 @@ class SpeechRecognizer:
         self.dtype = getattr(torch, settings.resolved_dtype(self.device))
         token = settings.hf_token.get_secret_value() if settings.hf_token else None
         self.fast_path = settings.cpu_fast_path(self.device)
-        model = WhisperForConditionalGeneration.from_pretrained(
-            settings.asr_model, dtype=self.dtype, attn_implementation="sdpa", token=token
-        )
-        processor = AutoProcessor.from_pretrained(settings.asr_model, token=token)
+        with quiet_loading():
+            model = WhisperForConditionalGeneration.from_pretrained(
+                settings.asr_model, dtype=self.dtype, attn_implementation="sdpa", token=token
+            )
+            processor = AutoProcessor.from_pretrained(settings.asr_model, token=token)
+        _drop_handled_checkpoint_settings(model, processor)
         self.model = model.to(self.device).eval()
         # What the weights compute in, for the log and /ready: the dtype, or what the CPU fast path did.
         self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
-        logger.info("loaded ASR model %s on %s (%s)", settings.asr_model, self.device, self.precision)
         self.model.get_encoder().register_forward_pre_hook(_without_attention_maps, with_kwargs=True)
         self.processor = processor
         self.pipeline = pipeline(
@@ -137,8 +167,8 @@ class SpeechRecognizer:
             config.architectures or []
         )
         model_class = WhisperForCausalLM if decoder_only else DraftWhisper
-        logger.info("loading assistant model %s (%s)", name, model_class.__name__)
-        assistant = model_class.from_pretrained(name, dtype=self.dtype, attn_implementation="sdpa", token=token)
+        with quiet_loading():
+            assistant = model_class.from_pretrained(name, dtype=self.dtype, attn_implementation="sdpa", token=token)
         if assistant.config.vocab_size != self.model.config.vocab_size:
             raise ValueError(
                 f"ASSISTANT_MODEL {name} has a vocabulary of {assistant.config.vocab_size} tokens but the ASR model has "

@@ -21,9 +21,9 @@ word-level chunks this splits text exactly where the speaker changes.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from speaker_transcripts.config import ModelSettings
 
-logger = logging.getLogger(__name__)
 
 UNKNOWN_SPEAKER = "UNKNOWN"
 DiarizationPipeline = Callable[..., Any]
@@ -137,7 +136,6 @@ def load_diarization_pipeline(settings: ModelSettings, device: str) -> Diarizati
         f"DIARIZATION_MODEL={name} could not be loaded. Use a local directory with a pyannote config.yaml, or a Hub id "
         "whose conditions you accepted on huggingface.co, with HF_TOKEN set to a token that can read it."
     )
-    logger.info("loading diarization pipeline %s on %s", name, device)
     try:
         diarization = Pipeline.from_pretrained(name, token=token)
     except Exception as error:  # pyannote raises many types (HTTP, OS, Hub, YAML); all mean the same to a user
@@ -175,7 +173,10 @@ def diarize(
     options: dict[str, Any] = dict(hints)
     if should_stop is not None and isinstance(pipeline, Pipeline):
         options["hook"] = _stop_hook(should_stop)
-    with torch.inference_mode():
+    with torch.inference_mode(), warnings.catch_warnings():
+        # pyannote averages an empty set of embeddings on audio with no speaker: numpy warns, the answer is no turns
+        warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
+        warnings.filterwarnings("ignore", message="invalid value encountered in divide", category=RuntimeWarning)
         output = pipeline({"waveform": waveform, "sample_rate": sampling_rate}, **options)
     turns = [turn for turn in turns_from_output(output) if turn.end - turn.start >= MIN_TURN_S]
     found = Diarization(turns=turns, timeline=turns_from_output(output, exclusive=False), embeddings=_embeddings_of(output))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 NO_SPEECH = "no speech detected"
+logger = logging.getLogger(__name__)  # a line per model loaded; the CLI shows it on stderr, the server in its log
 
 
 class Transcriber:
@@ -83,10 +85,17 @@ class Transcriber:
         # ``configured`` names the models as the user did; ``settings`` has embedded names as cache folders.
         self.configured = settings
         self.settings = registry.prepare(self.configured)
+        started = time.perf_counter()
         self.recognizer = SpeechRecognizer(self.settings)
-        self.diarization_pipeline: DiarizationPipeline | None = (
-            load_diarization_pipeline(self.settings, self.recognizer.device) if self.settings.diarization_model else None
-        )
+        assistant = f" with assistant {self.configured.assistant_model}" if self.recognizer.assistant is not None else ""
+        logger.info("%s: speech recognition%s on %s (%s), loaded in %.1f s", self.configured.asr_model, assistant,
+                    self.recognizer.device, self.recognizer.precision, time.perf_counter() - started)
+        self.diarization_pipeline: DiarizationPipeline | None = None
+        if self.settings.diarization_model:
+            started = time.perf_counter()
+            self.diarization_pipeline = load_diarization_pipeline(self.settings, self.recognizer.device)
+            logger.info("%s: diarization on %s, loaded in %.1f s", self.configured.diarization_model,
+                        self.recognizer.device, time.perf_counter() - started)
         # Silero finds the speech for long-form decoding; SPEECH_GATE decides whether audio
         # where it finds none is answered "no speech" (default) or decoded whole anyway.
         self.speech_gate = SpeechGate()

@@ -132,3 +132,33 @@ def test_short_windows_get_whispers_token_budget_scaled_down(recognizers, speech
     monkeypatch.setattr(recognizer.model, "generate", generate)
     recognizer.transcribe(speech.samples, InferenceConfig(chunk_length_s=chunk_length_s), speech.duration)
     assert budgets and set(budgets) == {budget}
+
+
+def test_a_checkpoint_with_old_settings_runs_without_library_notices(tiny_models, speech_wav, tmp_path):
+    """OpenAI's Hub checkpoints carry ``forced_decoder_ids`` and ``clean_up_tokenization_spaces``,
+    and transformers draws a "Loading weights" bar per model: with ASR_MODEL naming such a folder,
+    a CLI run prints the transcript, and on stderr only the line saying what was loaded."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    checkpoint = shutil.copytree(tiny_models["whisper"], tmp_path / "old-style-whisper")
+    generation = json.loads((checkpoint / "generation_config.json").read_text())
+    generation["forced_decoder_ids"] = [[1, None], [2, generation["task_to_id"]["transcribe"]]]
+    (checkpoint / "generation_config.json").write_text(json.dumps(generation))
+    tokenizer = json.loads((checkpoint / "tokenizer_config.json").read_text())
+    (checkpoint / "tokenizer_config.json").write_text(json.dumps({**tokenizer, "clean_up_tokenization_spaces": True}))
+    audio = tmp_path / "speech.wav"
+    audio.write_bytes(speech_wav)
+    root = Path(__file__).resolve().parents[2]
+    completed = subprocess.run(
+        [sys.executable, "-m", "speaker_transcripts", "transcribe", str(audio), "--no-diarize", "--format", "txt"],
+        cwd=root, env={**os.environ, "ASR_MODEL": str(checkpoint)}, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = [line for line in completed.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"{checkpoint}: speech recognition on cpu ("), lines
+    assert "loaded in" in lines[0]
