@@ -234,11 +234,18 @@ def pull(model: EmbeddedModel, log: Callable[[str], None] | None = None) -> Path
     """
     say = log or _stderr
     target = cache_dir() / model.name
-    if not is_pulled(model.name):
-        return _pull_fresh(model, say)
-    problem = damage(model.name)
-    if problem is None:
-        return target
+    if is_pulled(model.name) and damage(model.name) is None:
+        return target  # the common case, without taking the lock
+    with _pulling(model.name, say):  # a second process starting meanwhile waits here, then finds it done
+        if not is_pulled(model.name):
+            return _pull_fresh(model, say)
+        problem = damage(model.name)
+        if problem is None:
+            return target
+        return _pull_again(model, problem, say)
+
+
+def _pull_again(model: EmbeddedModel, problem: str, say: Callable[[str], None]) -> Path:
     say(f"{model.name}: the cached copy is damaged ({problem}); pulling it again")
     try:
         return _pull_fresh(model, say)
@@ -290,6 +297,7 @@ def _assemble_in_scratch(model: EmbeddedModel, root: Path, target: Path, say: Ca
             "files": model.files,
             "contents": _contents(build),
         }, indent=2) + "\n")
+        _shareable(build)
         shutil.rmtree(target, ignore_errors=True)  # an unfinished pull, or one assembled by older code
         build.rename(target)
     say(f"{model.name}: ready in {time.monotonic() - started:.0f} s at {target} ({_folder_megabytes(target):.0f} MB)")
@@ -425,6 +433,29 @@ def _writable_cache() -> Path:
 
 SCRATCH_PREFIX = ".pull-"
 _LOCK = ".in-progress"
+
+
+@contextlib.contextmanager
+def _pulling(name: str, say: Callable[[str], None]) -> Iterator[None]:
+    """One pull of ``name`` at a time across processes: two first runs at once (a server and a
+    CLI, two batch workers) used to download and assemble everything twice."""
+    root = _writable_cache()
+    with (root / f".{name}.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"{name}: another process is pulling it; waiting for it to finish")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _shareable(folder: Path) -> None:
+    """Files readable by everyone the umask allows, as files written normally are: some writers
+    (safetensors) create theirs 0600, and a cache shared between users then breaks on one file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 @contextlib.contextmanager

