@@ -179,3 +179,38 @@ def test_every_relative_link_in_the_readme_and_docs_leads_somewhere():
                 headings = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
                             for line in body.splitlines() if line.startswith("#")}
                 assert anchor in headings or f'id="{anchor}"' in body, f"{page.name}: no anchor #{anchor} in {linked.name}"
+
+
+def curl_lines() -> list[str]:
+    return [line for line in shell_lines() if "curl " in line]
+
+
+def test_every_curl_example_runs_as_written_on_a_file_of_several_megabytes(undiarized_server_url, speech_wav, tmp_path):
+    """Each ``curl`` line of the README, run by bash against the server (for ``localhost:8000`` and
+    ``$ENDPOINT_URL``), with ``meeting.wav`` four minutes long (7.7 MB, 10 MB as base64): far past the
+    96 KB where a base64 argument on the command line breaks."""
+    import os
+    import shutil
+    import subprocess
+
+    import numpy as np
+
+    from speaker_transcripts.pipeline.audio import decode_file
+    from tests.audio_files import pcm_wav
+
+    samples = decode_file(speech_wav).samples
+    (tmp_path / "meeting.wav").write_bytes(pcm_wav(np.resize(samples, 4 * 60 * 16000)))
+    assert (tmp_path / "meeting.wav").stat().st_size > 7_000_000
+    (tmp_path / "samples").mkdir()
+    shutil.copy(ROOT / "samples" / "two-readers.wav", tmp_path / "samples")
+    host = undiarized_server_url.removeprefix("http://")
+    environment = {**os.environ, "ENDPOINT_URL": undiarized_server_url, "HF_TOKEN": "hf_unused", "API_KEY": "unused"}
+    lines = curl_lines()
+    assert any("base64 -w0 meeting.wav" in line for line in lines) and len(lines) >= 4, lines
+    for line in lines:
+        command = line.replace("localhost:8000", host)
+        completed = subprocess.run(["bash", "-c", f"set -o pipefail; {command} -w '\\n%{{http_code}}'"], cwd=tmp_path,
+                                   env=environment, capture_output=True, text=True, timeout=600, check=False)
+        assert completed.returncode == 0, (line, completed.stderr[-500:])
+        status = completed.stdout.rstrip().splitlines()[-1]
+        assert status == "200", (line, completed.stdout[-500:])
