@@ -187,12 +187,16 @@ def check_writable(out: Path | None, destinations: Iterable[Path]) -> None:
 def transcribe_file(handler: Any, path: Path, parameters: dict[str, Any]) -> dict[str, Any]:
     """Decode once (for the progress bar's length), then run the handler on the samples."""
     audio = decode_file(path.read_bytes(), handler.settings.max_audio_seconds)
-    with tqdm(total=round(audio.duration, 1), desc=path.name, unit="s", disable=None, leave=False) as bar:
+    with tqdm(total=round(audio.duration, 1), desc=path.name, unit=" s of audio", disable=None, leave=False) as bar:
 
         def advance(seconds_done: float) -> None:
             bar.update(round(seconds_done, 1) - bar.n)
 
-        return handler({"inputs": {"array": audio.samples, "sampling_rate": SAMPLING_RATE}, "parameters": parameters}, advance)
+        def stage(name: str) -> None:  # what the bar is waiting on: VAD, Whisper, or pyannote after Whisper is done
+            bar.set_description(f"{path.name}: {name}")
+
+        inputs = {"inputs": {"array": audio.samples, "sampling_rate": SAMPLING_RATE}, "parameters": parameters}
+        return handler(inputs, advance, on_stage=stage)
 
 
 def write_result(

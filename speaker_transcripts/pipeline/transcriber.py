@@ -122,11 +122,13 @@ class Transcriber:
         on_progress: Callable[[float], None] | None = None,
         on_segment: Callable[[Chunk], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        on_stage: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """Serve one request. ``on_progress`` (seconds of audio decoded so far) feeds progress bars;
         ``on_segment`` receives Whisper's chunks as they are decoded, before speakers are known
         (for streaming responses); ``should_stop`` saying yes (client gone, deadline passed) ends
-        the work early with ``RequestAbandoned``, also while it waits for the models."""
+        the work early with ``RequestAbandoned``, also while it waits for the models; ``on_stage``
+        hears what is being waited on ("finding speech", "transcribing", "diarizing")."""
         if not isinstance(data, Mapping) or "inputs" not in data:
             raise InvalidRequestError('the request body must be a JSON object with "inputs" (base64 audio) and optional "parameters"')
         config, warnings = parse_parameters(data.get("parameters"))
@@ -138,7 +140,8 @@ class Transcriber:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
             try:
-                return self._transcribe(audio, config, warnings, clips, on_progress, on_segment, should_stop)
+                stage = on_stage or (lambda _: None)
+                return self._transcribe(audio, config, warnings, clips, on_progress, on_segment, should_stop, stage)
             finally:
                 _return_freed_memory()
 
@@ -151,14 +154,17 @@ class Transcriber:
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
         should_stop: Callable[[], bool] | None,
+        on_stage: Callable[[str], None],
     ) -> dict[str, Any]:
         duration = round(audio.duration, 3)
-        if config.task == "diarize":  # who spoke when, and nothing else: no speech recognition runs
+        if config.task == "diarize":
+            on_stage("diarizing")  # who spoke when, and nothing else: no speech recognition runs
             found, matches = self._diarize_and_name(audio.samples, config, clips, should_stop or (lambda: False))
             warnings = warnings + _speaker_count_warnings(config, found.turns) + unmatched_warnings(matches)
             return _response("", [], [], None, duration, warnings, "none") | self._diarization_answer(found, matches, config)
         auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
+        on_stage("finding speech")
         if config.long_form == "vad":
             pieces = self._speech_pieces(audio.samples, config)
             silent = pieces is None
@@ -190,6 +196,7 @@ class Transcriber:
             else None
         )
         started = time.perf_counter()
+        on_stage("transcribing")
         try:
             transcript = self.recognizer.transcribe(
                 audio.samples, asr_config, duration, on_progress, pieces, on_segment, should_stop
@@ -199,6 +206,8 @@ class Transcriber:
             if diarization is not None:  # the next request must find pyannote idle; ASR's error is the one to raise
                 wait([diarization])
             raise
+        if diarization is not None and not diarization.done():
+            on_stage("diarizing")  # speech recognition is done; the speaker turns are not yet
         found, matches = diarization.result() if diarization is not None else (None, [])
         turns = found.turns if found is not None else None
         warnings = warnings + _speaker_count_warnings(config, turns) + unmatched_warnings(matches)

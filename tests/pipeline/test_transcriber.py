@@ -490,3 +490,24 @@ def test_fewer_speakers_than_asked_for_is_said_in_the_response(handler, speech_w
     assert "asked for exactly 3 speakers, but diarization found 2 in this audio" in asked["warnings"]
     enough = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", "min_speakers": 2}})
     assert not any("asked for" in warning for warning in enough["warnings"])
+
+
+def test_the_stages_a_person_waits_on_are_announced_in_order(seamed, speech_wav):
+    import time as clock
+
+    from speaker_transcripts.pipeline import transcriber as module
+
+    real = module.diarize
+
+    def slow_diarize(*args, **kwargs):  # pyannote still busy when Whisper is done
+        clock.sleep(1.0)
+        return real(*args, **kwargs)
+
+    stages: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "diarize", slow_diarize)
+        seamed({"inputs": b64(speech_wav), "parameters": {"language": "en"}}, on_stage=stages.append)
+    assert stages == ["finding speech", "transcribing", "diarizing"]
+    stages.clear()
+    seamed({"inputs": b64(speech_wav), "parameters": {"task": "diarize"}}, on_stage=stages.append)
+    assert stages == ["diarizing"]
