@@ -27,3 +27,15 @@ def test_the_request_options_are_the_transcribe_commands(tmp_path):
     arguments = batch.parse_arguments([str(tmp_path), "--out", "o", "--language", "de", "--num-speakers", "3", "--no-diarize"])
     assert request_parameters(arguments) == {"task": "transcribe", "return_timestamps": "segment", "long_form": "vad",
                                              "assisted": False, "diarize": False, "language": "de", "num_speakers": 3}
+
+
+def test_one_folder_of_known_speakers_serves_the_whole_corpus(tmp_path, speech_wav):
+    import base64
+
+    from speaker_transcripts.cli.options import request_parameters
+
+    voices = tmp_path / "voices"
+    voices.mkdir()
+    (voices / "Ann.wav").write_bytes(speech_wav)
+    arguments = batch.parse_arguments([str(tmp_path), "--out", "o", "--speakers", str(voices)])
+    assert request_parameters(arguments)["known_speakers"] == [{"name": "Ann", "audio": base64.b64encode(speech_wav).decode()}]

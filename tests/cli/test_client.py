@@ -79,3 +79,12 @@ def test_as_a_command(server_url, clip):
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith("WEBVTT") and "<v " in completed.stdout
+
+
+def test_known_speakers_travel_in_the_json_request_and_not_in_a_query_string(server_url, clip, online_hub_client, capsys):
+    """The stand-in diarization embeds no voices, so the server's 400 proves the clips arrived."""
+    status = client.main([str(clip), "--url", server_url, "--speaker", f"Ann={clip}"])
+    assert status == client.EXIT_FAILED
+    assert "needs a diarization pipeline with a speaker-embedding model" in capsys.readouterr().err
+    assert client.main([str(clip), "--url", server_url, "--raw", "--speaker", f"Ann={clip}"]) == client.EXIT_USAGE
+    assert "drop --raw" in capsys.readouterr().err
