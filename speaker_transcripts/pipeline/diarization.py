@@ -263,14 +263,18 @@ def assign_speakers(chunks: Sequence[Chunk], turns: Sequence[Turn]) -> list[Spea
 
 def group_by_speaker(chunks: Sequence[Chunk], speakers: Sequence[str]) -> list[SpeakerSegment]:
     """Sentence-sized segments of one speaker each (``transcript.segment_ranges``): a speaker's
-    long monologue reads as its sentences, not as one block. Blank chunks name nobody."""
+    long monologue reads as its sentences, not as one block. Blank chunks name nobody. Segments
+    follow one another: Whisper's word times can put a word's start a few hundredths before the
+    previous word's end ([53.55, 56.81] then [56.79, ...]), so a segment starts no earlier than
+    the one before it ends."""
     spoken = [(chunk, speaker) for chunk, speaker in zip(chunks, speakers, strict=True) if chunk.text.strip()]
     pieces = [chunk for chunk, _ in spoken]
     labels = [speaker or UNKNOWN_SPEAKER for _, speaker in spoken]
-    segments = []
+    segments: list[SpeakerSegment] = []
     for span in segment_ranges(pieces, labels):
         joined = span_of(pieces[span.start : span.stop])
-        segments.append(SpeakerSegment(speaker=labels[span.start], text=joined.text, start=joined.start, end=joined.end))
+        start = min(max(joined.start, segments[-1].end), joined.end) if segments else joined.start
+        segments.append(SpeakerSegment(speaker=labels[span.start], text=joined.text, start=start, end=joined.end))
     return segments
 
 

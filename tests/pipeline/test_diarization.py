@@ -260,3 +260,12 @@ def test_the_timeline_keeps_overlaps_and_labels_agree_with_the_turns():
     assert found.timeline == [Turn("SPEAKER_00", 0.0, 4.0), Turn("SPEAKER_01", 3.0, 6.0)]
     assert found.embeddings["SPEAKER_00"].tolist() == [1.0, 0.0], "the voice follows its renamed speaker"
     assert found.renamed({"SPEAKER_01": "Ann"}).speakers == ["SPEAKER_00", "Ann"]
+
+
+def test_speaker_segments_never_overlap_each_other():
+    from speaker_transcripts.pipeline.diarization import group_by_speaker
+    from speaker_transcripts.pipeline.transcript import Chunk
+
+    words = [Chunk(" It", 53.0, 53.2), Chunk(" works.", 53.2, 56.81), Chunk(" Great.", 56.79, 57.5)]
+    segments = group_by_speaker(words, ["A", "A", "B"])
+    assert [(segment.start, segment.end) for segment in segments] == [(53.0, 56.81), (56.81, 57.5)]
