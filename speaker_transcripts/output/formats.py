@@ -218,12 +218,20 @@ def _even_split(words: list[str], count: int, label: int, width: int) -> list[st
 
 
 def _held_long_enough(cues: list[Cue], rules: SubtitleRules) -> list[Cue]:
-    """Short cues stay up to ``min_cue_s``, but never into the next cue."""
-    held = []
-    for index, cue in enumerate(cues):
-        following = cues[index + 1].start if index + 1 < len(cues) else math.inf
-        end = max(cue.end, min(cue.start + rules.min_cue_s, following))
-        held.append(Cue(cue.start, end, cue.text, cue.speaker))
+    """Short cues stay up to ``min_cue_s``, but never into the next cue. A cue the next one would
+    cut short (a 20-ms "Oh," before the other speaker's answer) takes time from the start of that
+    next cue instead, as long as the next keeps ``min_cue_s`` of its own: a cue shown for a
+    blink cannot be read, and a next cue shown a moment late still can."""
+    held = list(cues)
+    for index, cue in enumerate(held):
+        wanted = cue.start + rules.min_cue_s
+        if index + 1 < len(held):
+            following = held[index + 1]
+            if following.start < wanted:
+                later = max(following.start, min(wanted, following.end - rules.min_cue_s))
+                held[index + 1] = Cue(later, following.end, following.text, following.speaker)
+            wanted = min(wanted, held[index + 1].start)
+        held[index] = Cue(cue.start, max(cue.end, wanted), cue.text, cue.speaker)
     return held
 
 

@@ -242,3 +242,18 @@ def test_a_speaker_name_with_markup_is_shown_not_obeyed_in_srt_and_vtt():
     (caption,) = webvtt.from_buffer(io.StringIO(render(named, "vtt")))
     assert caption.voice == "&lt;b&gt;Ann&lt;/b&gt; {\\an8}" and caption.text == "Hello there.", "escaped, not markup"
     assert json.loads(render(named, "json"))["speakers"][0]["speaker"] == "<b>Ann</b> {\\an8}", "JSON keeps names verbatim"
+
+
+def test_a_blink_of_a_cue_takes_time_from_the_next_one_when_that_one_can_spare_it():
+    result = {"text": "", "chunks": [
+        {"text": " Oh,", "timestamp": [1.0, 1.02], "speaker": "B"},
+        {"text": " I", "timestamp": [1.02, 1.3], "speaker": "A"}, {"text": " see", "timestamp": [1.3, 4.0], "speaker": "A"},
+    ], "speakers": [{"speaker": "B", "text": " Oh,", "timestamp": [1.0, 1.02]},
+                    {"speaker": "A", "text": " I see", "timestamp": [1.02, 4.0]}]}
+    oh, answer = subtitle_cues(result)
+    rules = SubtitleRules()
+    assert (oh.start, oh.end) == (1.0, 1.0 + rules.min_cue_s) and answer.start == oh.end and answer.end == 4.0
+    assert rule_breaks([oh, answer]) == []
+    squeezed = {**result, "chunks": [{**chunk, "timestamp": [min(t, 1.5) for t in chunk["timestamp"]]} for chunk in result["chunks"]]}
+    first, second = subtitle_cues(squeezed)
+    assert first.end <= second.start and second.end - second.start >= 0.0, "never overlapping, even when nobody can spare time"
