@@ -267,3 +267,23 @@ def test_the_openai_client_names_speakers_in_diarized_json(handler):
         )
     assert mismatched.status_code == 400
     assert "known_speaker_names[] has 2 entries and known_speaker_references[] 1" in mismatched.json()["error"]["message"]
+
+
+def test_the_readme_named_speakers_command_runs_as_written(handler):
+    """The README's ``--speaker`` command (on whisper-tiny.en, which the fixture has pulled): the lines carry the names."""
+    import os
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    (line,) = [line for line in re.findall(r"^\.venv/bin/speaker-transcripts transcribe .*--speaker .*$", readme, flags=re.MULTILINE)]
+    arguments = shlex.split(line)[1:]
+    completed = subprocess.run(
+        [sys.executable, "-m", "speaker_transcripts", *arguments, "--asr-model", "whisper-tiny.en"],
+        cwd=root, env={**os.environ, "DIARIZATION_MODEL": "pyannote-campplus"}, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert [out.split(":")[0] for out in completed.stdout.splitlines()] == ["Reader A", "Reader B", "Reader A"], completed.stdout
