@@ -41,8 +41,10 @@ async def ready(request: Request) -> dict[str, Any]:
             "diarization": model_settings.diarization_model if capabilities.has_diarization else None,
         },
         "device": str(getattr(recognizer, "device", "unknown")),
-        "dtype": str(getattr(recognizer, "dtype", "unknown")).removeprefix("torch."),
-        "precision": getattr(recognizer, "precision", "unknown"),  # the CPU fast path's int8/bfloat16 parts
+        # What the model computes in: the CPU fast path's parts (int8 decoder, bfloat16 encoder) when it
+        # ran, not the float32 its weights were loaded in; "precision" is kept for older clients.
+        "dtype": getattr(recognizer, "precision", None) or str(getattr(recognizer, "dtype", "unknown")).removeprefix("torch."),
+        "precision": getattr(recognizer, "precision", "unknown"),
         "queue": {"in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue},
         "auth": request.app.state.settings.api_key is not None,
     }
