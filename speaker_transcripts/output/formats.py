@@ -118,16 +118,32 @@ def subtitle_cues(result: Mapping[str, Any], rules: SubtitleRules | None = None)
     if not (units and _are_words(units) and attributed):
         units = cues_from_result(result)
     units = [word for unit in units for word in _words(unit, rules)]
-    laid_out: list[Cue] = []
+    groups: list[list[Cue]] = []
     current: list[Cue] = []
     for word in units:
         if current and not _joins(current, word, rules):
-            laid_out.append(_cue_of(current, rules))
+            groups.append(current)
             current = []
         current.append(word)
     if current:
-        laid_out.append(_cue_of(current, rules))
-    return _held_long_enough(laid_out, rules)
+        groups.append(current)
+    return _held_long_enough([_cue_of(group, rules) for group in _without_orphans(groups, rules)], rules)
+
+
+def _without_orphans(groups: list[list[Cue]], rules: SubtitleRules) -> list[list[Cue]]:
+    """A cue of one word that only finishes the sentence before it ("screen.") is hard to read
+    alone: it takes the previous cue's last word (same speaker, no pause between, the lines still
+    fit), as a subtitler would break the sentence."""
+    for index in range(1, len(groups)):
+        before, orphan = groups[index - 1], groups[index]
+        if len(orphan) != 1 or len(before) < 3 or ends_sentence(before[-1].text):
+            continue
+        if orphan[0].speaker != before[-1].speaker or orphan[0].start - before[-1].end > rules.max_pause_s:
+            continue
+        moved = [before[-1], *orphan]
+        if _wrapped([word.text for word in moved], orphan[0].speaker, rules) is not None:
+            groups[index - 1], groups[index] = before[:-1], moved
+    return groups
 
 
 def rule_breaks(cues: Sequence[Cue], rules: SubtitleRules | None = None) -> list[str]:

@@ -257,3 +257,15 @@ def test_a_blink_of_a_cue_takes_time_from_the_next_one_when_that_one_can_spare_i
     squeezed = {**result, "chunks": [{**chunk, "timestamp": [min(t, 1.5) for t in chunk["timestamp"]]} for chunk in result["chunks"]]}
     first, second = subtitle_cues(squeezed)
     assert first.end <= second.start and second.end - second.start >= 0.0, "never overlapping, even when nobody can spare time"
+
+
+def test_a_sentence_is_not_left_with_one_word_on_a_cue_of_its_own():
+    words = "Then I opened the settings page, and the whole thing just froze solid on the screen."  # 2 x 42 + "screen."
+    times = [(index * 0.3, index * 0.3 + 0.25) for index in range(len(words.split()))]
+    result = {"text": words, "speakers": [], "chunks": [
+        {"text": f" {word}", "timestamp": list(span)} for word, span in zip(words.split(), times, strict=True)
+    ]}
+    cues = subtitle_cues(result)
+    assert [cue.text.split()[-1] for cue in cues] == ["on", "screen."] and len(cues[1].text.split()) == 2, cues
+    assert " ".join(" ".join(cue.text.split()) for cue in cues) == words, "every word once, in order"
+    assert rule_breaks(cues) == []
