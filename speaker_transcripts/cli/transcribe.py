@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_NOT_STARTED
     # Everything a user can get wrong is checked here, in a second, not after the models have loaded.
     try:
-        parse_parameters(request_parameters(arguments))  # --num-speakers 0, --min-speakers 3 --max-speakers 1
+        parameters = request_parameters(arguments)  # reads the --speaker clips once
+        parse_parameters(parameters)  # --num-speakers 0, --min-speakers 3 --max-speakers 1
         check_language(arguments.language)
         files = input_files(arguments.files)
         documents = output_paths(files, arguments.out, arguments.format) if arguments.out else {}
@@ -112,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError, ValueError) as error:
         print(f"could not load the models: {error}", file=sys.stderr)
         return EXIT_NOT_STARTED
-    parameters = request_parameters(arguments)
     several = len(files) > 1
     for path in tqdm(audio_files, desc="files", unit="file", disable=None if several else True):
         try:

@@ -159,7 +159,7 @@ class Transcriber:
         duration = round(audio.duration, 3)
         if config.task == "diarize":
             on_stage("diarizing")  # who spoke when, and nothing else: no speech recognition runs
-            found, matches = self._diarize_and_name(audio.samples, config, clips, should_stop or (lambda: False))
+            found, matches = self._diarize_and_name(audio.samples, config, clips, should_stop)
             warnings = warnings + _speaker_count_warnings(config, found.turns) + unmatched_warnings(matches)
             return _response("", [], [], None, duration, warnings, "none") | self._diarization_answer(found, matches, config)
         auto = config.assisted == "auto"
@@ -259,7 +259,7 @@ class Transcriber:
         return speech
 
     def _diarize_and_name(
-        self, samples: np.ndarray, config: InferenceConfig, clips: dict[str, np.ndarray], should_stop: Callable[[], bool]
+        self, samples: np.ndarray, config: InferenceConfig, clips: dict[str, np.ndarray], should_stop: Callable[[], bool] | None
     ) -> tuple[Diarization, list[NameMatch]]:
         """Diarize, then give the speakers matching an enrolment clip its name; the clips are
         embedded here, after diarization, because the pipeline's models serve one call at a time."""
