@@ -493,19 +493,29 @@ def test_fewer_speakers_than_asked_for_is_said_in_the_response(handler, speech_w
 
 
 def test_the_stages_a_person_waits_on_are_announced_in_order(seamed, speech_wav):
+    import threading
     import time as clock
 
     from speaker_transcripts.pipeline import transcriber as module
 
-    real = module.diarize
+    real_diarize, real_transcribe = module.diarize, seamed.recognizer.transcribe
+    asr_done = threading.Event()
 
-    def slow_diarize(*args, **kwargs):  # pyannote still busy when Whisper is done
-        clock.sleep(1.0)
-        return real(*args, **kwargs)
+    def slow_diarize(*args, **kwargs):  # pyannote still busy when Whisper is done, however slow the machine
+        asr_done.wait(60)
+        clock.sleep(0.5)
+        return real_diarize(*args, **kwargs)
+
+    def transcribe(*args, **kwargs):
+        try:
+            return real_transcribe(*args, **kwargs)
+        finally:
+            asr_done.set()
 
     stages: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, "diarize", slow_diarize)
+        patch.setattr(seamed.recognizer, "transcribe", transcribe)
         seamed({"inputs": b64(speech_wav), "parameters": {"language": "en"}}, on_stage=stages.append)
     assert stages == ["finding speech", "transcribing", "diarizing"]
     stages.clear()

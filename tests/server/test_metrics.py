@@ -56,8 +56,11 @@ def test_requests_latency_audio_queue_and_load_time_are_scraped_while_work_runs(
     with serving(create_app(lambda: Timed(0.6), ServerSettings(max_queue=1))) as base_url:
         with ThreadPoolExecutor(4) as pool:
             posted = [pool.submit(httpx.post, base_url + "/", json={"inputs": "UklGRg=="}, timeout=30) for _ in range(4)]
-            time.sleep(0.3)
+            deadline = time.monotonic() + 20  # a loaded machine may take a while to admit the first one
             during = scrape(base_url)
+            while during[("speaker_transcripts_queue_depth", ())] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+                during = scrape(base_url)
             statuses = sorted(future.result().status_code for future in posted)
         httpx.post(base_url + "/", json={"inputs": "bad"}, timeout=30)
         httpx.get(base_url + "/no/such/page", timeout=10)
