@@ -393,6 +393,18 @@ WORD_ALIGNMENT_COST = 4  # word alignment keeps every decoder step's cross-atten
 BEAM_COST = 2
 
 
+def timed_by_words(parameters: Mapping[str, Any], capabilities: ModelCapabilities) -> dict[str, Any]:
+    """``parameters`` for an answer that becomes subtitles: word timestamps when the request
+    computes them anyway (diarized with word attribution, the default), so each cue starts and
+    ends on its words instead of a segment's time shared out by its characters. Other requests
+    are left as they are: there word times would cost an alignment pass nobody asked for."""
+    diarize = parameters.get("diarize")
+    diarizes = capabilities.has_diarization if diarize is None else diarize is True
+    if not diarizes or parameters.get("task") == "diarize" or parameters.get("attribution", "word") != "word":
+        return dict(parameters)
+    return {**parameters, "return_timestamps": "word"}
+
+
 WHISPER_TOKENS_PER_WINDOW = 448  # Whisper's decoder context: its token budget for a 30-s window
 WHISPER_WINDOW_S = 30.0
 

@@ -16,6 +16,7 @@ from speaker_transcripts.config import (
     ServerSettings,
     parse_parameters,
     resolve_request,
+    timed_by_words,
 )
 from speaker_transcripts.errors import InvalidRequestError
 
@@ -354,3 +355,17 @@ def test_naming_and_embeddings_need_a_pipeline_that_embeds(parameters):
     with pytest.raises(InvalidRequestError, match="do not send diarize=false"):
         resolve_request(off, EMBEDDING)
     assert resolve_request(config, EMBEDDING).config.diarize is True
+
+
+@pytest.mark.parametrize(("parameters", "words"), [
+    ({}, True),  # diarized by default, word attribution by default: the words exist anyway
+    ({"diarize": True, "attribution": "word"}, True),
+    ({"diarize": False}, False),  # word times would cost an alignment pass here
+    ({"attribution": "segment"}, False),
+    ({"task": "diarize"}, False),  # no words at all
+])
+def test_subtitles_ask_for_word_times_only_where_they_come_free(parameters, words):
+    diarizing = EMBEDDING
+    assert (timed_by_words(parameters, diarizing).get("return_timestamps") == "word") is words
+    assert timed_by_words({}, ENGLISH_ONLY) == {}, "no diarization model: nothing changes"
+    assert parameters == dict(parameters) and "return_timestamps" not in parameters, "the caller's dict is left alone"

@@ -24,9 +24,9 @@ from typing import Any
 from tqdm import tqdm
 
 from speaker_transcripts.cli.options import add_request_options, model_settings, request_parameters
-from speaker_transcripts.config import parse_parameters
+from speaker_transcripts.config import parse_parameters, timed_by_words
 from speaker_transcripts.errors import InvalidRequestError
-from speaker_transcripts.output.formats import OUTPUT_FORMATS, SubtitleRules, render
+from speaker_transcripts.output.formats import OUTPUT_FORMATS, SUBTITLE_FORMATS, SubtitleRules, render
 from speaker_transcripts.pipeline.audio import AUDIO_EXTENSIONS, SAMPLING_RATE, decode_file, probe_file
 from speaker_transcripts.pipeline.transcriber import NO_SPEECH
 
@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError, ValueError) as error:
         print(f"could not load the models: {error}", file=sys.stderr)
         return EXIT_NOT_STARTED
+    if arguments.format in SUBTITLE_FORMATS:
+        parameters = timed_by_words(parameters, handler.capabilities)
     several = len(files) > 1
     for path in tqdm(audio_files, desc="files", unit="file", disable=None if several else True):
         try:

@@ -12,7 +12,8 @@ Subtitles follow the usual broadcast rules (``SubtitleRules``): at most two line
 characters, at most 7 s on screen, at least 0.8 s where the next cue leaves room, and a new cue
 for a new speaker. Cues are laid out from word times when the response has them; a longer
 segment is otherwise split at word boundaries with times shared out by characters, which is
-exact at the segment's ends and approximate inside it. Plain text reads as prose: one line per
+exact at the segment's ends and approximate inside it (``config.timed_by_words`` has diarized
+requests, which compute word times anyway, keep them for subtitles). Plain text reads as prose: one line per
 sentence segment, or one paragraph per speaker turn when diarized.
 """
 
@@ -28,6 +29,7 @@ from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, group_
 
 OutputFormat = Literal["json", "txt", "srt", "vtt", "rttm"]
 OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt", "rttm")
+SUBTITLE_FORMATS: tuple[str, ...] = ("srt", "vtt")
 MAX_SECONDS = 1e7  # about 115 days: any real timestamp fits, and milliseconds stay exact integers
 
 

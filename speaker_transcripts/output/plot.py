@@ -2,16 +2,17 @@
 
 Laid out like a page: the audio runs left to right in rows of at most a minute (a 10-minute file
 is ten rows, not one 40-inch strip), each row with a lane per speaker (one "speech" lane without
-diarization), a bar per segment and as much of the segment's text as fits on its bar, in a font
-a person can read. Under the bars, a thin strip per lane is the diarization timeline as found, and
-grey bands mark overlapping speech (two or more speakers at once), which the one-speaker-at-a-time
-segments cannot show. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
+diarization), a bar per segment and as many of the segment's words as fit on its bar (measured
+as drawn, so no label runs into the next bar or is cut mid-word), in a font a person can read.
+Under the bars, a thin strip per lane is the diarization timeline as found, and grey bands mark
+overlapping speech (two or more speakers at once), which the one-speaker-at-a-time segments
+cannot show. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import FuncFormatter, MultipleLocator
 
 from speaker_transcripts.output.formats import Cue, cues_from_result
@@ -29,12 +32,22 @@ ROW_S = 60.0  # seconds of audio per row
 WIDTH_IN = 14.0
 LANE_IN = 0.42
 FONT_PT = 9
-CHARACTER_IN = FONT_PT * 0.47 / 72  # average character width of DejaVu Sans in running text
-MIN_LABEL_CHARACTERS = 4
+DPI = 100
+LABEL_PADDING_PX = 4  # between a label's last glyph and its bar's end
 
 
 def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Path:
     """Draw ``result`` (the handler's response) to ``path``; returns the path written."""
+    figure = timeline_figure(result, title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def timeline_figure(result: Mapping[str, Any], title: str = "") -> Figure:
+    """The timeline as a matplotlib figure (the caller closes it). Labels are placed last, once
+    the layout is final, so each is measured against its bar in the pixels it will be drawn in."""
     cues = cues_from_result(result)
     timeline = [Turn(str(turn["speaker"]), float(turn["start"]), float(turn["end"])) for turn in result.get("diarization") or []]
     lanes = sorted({cue.speaker or "speech" for cue in cues} | {turn.speaker for turn in timeline}) or ["speech"]
@@ -42,7 +55,7 @@ def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Pat
     row_seconds = min(ROW_S, duration)
     rows = math.ceil(duration / row_seconds)
     row_height = LANE_IN * len(lanes) + 0.55
-    figure, axes_list = plt.subplots(rows, 1, figsize=(WIDTH_IN, 0.7 + row_height * rows), squeeze=False)
+    figure, axes_list = plt.subplots(rows, 1, figsize=(WIDTH_IN, 0.7 + row_height * rows), squeeze=False, dpi=DPI)
     overlaps = overlapped_spans(timeline)
     for row, axes in enumerate(axes_list[:, 0]):
         start = row * row_seconds
@@ -54,10 +67,15 @@ def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Pat
         axes_list[0, 0].text(duration / 2, 0, "no speech", ha="center", va="center", fontsize=FONT_PT + 2, color="0.4")
     figure.suptitle(title or "speaker timeline", fontsize=FONT_PT + 2)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    renderer = figure.canvas.get_renderer()
+    font = FontProperties(size=FONT_PT)
+
+    def width_px(text: str) -> float:
+        return renderer.get_text_width_height_descent(text, font, ismath=False)[0]
+
+    for row, axes in enumerate(axes_list[:, 0]):
+        _label_row(axes, cues, lanes, row * row_seconds, (row + 1) * row_seconds, width_px)
+    return figure
 
 
 def overlapped_spans(turns: Sequence[Turn]) -> list[tuple[float, float]]:
@@ -89,17 +107,13 @@ def _draw_timeline(axes: Axes, timeline: Sequence[Turn], lanes: list[str]) -> No
 
 def _draw_row(axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, end: float, show_label: bool) -> None:
     colours = plt.get_cmap("tab10")
-    seconds_per_inch = (end - start) / (WIDTH_IN - 1.6)  # the y labels take about 1.6 in
     for cue in cues:
         if cue.end < start or cue.start > end:
             continue
         index = lanes.index(cue.speaker or "speech")
         lane = len(lanes) - 1 - index  # the first speaker on top
-        left, right = max(cue.start, start), min(max(cue.end, cue.start + 0.05), end)
+        left, right = _bar(cue, start, end)
         axes.broken_barh([(left, right - left)], (lane - 0.4, 0.8), color=colours(index % 10), alpha=0.55)
-        label = _fitting(cue.text, (right - left) / seconds_per_inch)
-        if label:
-            axes.text(left, lane, " " + label, va="center", ha="left", fontsize=FONT_PT, clip_on=True)
     axes.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=FONT_PT)
     axes.set_xlim(start, end)
     axes.set_ylim(-0.6, len(lanes) - 0.4)
@@ -111,14 +125,45 @@ def _draw_row(axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, e
         axes.set_title("time (m:ss)", fontsize=FONT_PT, loc="right")
 
 
-def _fitting(text: str, width_in: float) -> str:
-    """As much of ``text`` as fits on a bar ``width_in`` wide, with an ellipsis when cut;
-    nothing when not even a few characters fit. Control characters are dropped (no glyph)."""
+def _bar(cue: Cue, start: float, end: float) -> tuple[float, float]:
+    """Where a cue's bar lies within the row ``[start, end]`` (a zero-length cue still shows)."""
+    return max(cue.start, start), min(max(cue.end, cue.start + 0.05), end)
+
+
+def _label_row(
+    axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, end: float, width_px: Callable[[str], float]
+) -> None:
+    """Each bar's text, as much as fits inside the bar (a lane's bars never overlap, so neither do
+    their labels)."""
+    to_pixels = axes.transData.transform
+    for cue in cues:
+        if cue.end < start or cue.start > end:
+            continue
+        lane = len(lanes) - 1 - lanes.index(cue.speaker or "speech")
+        left, right = _bar(cue, start, end)
+        room = to_pixels((right, 0))[0] - to_pixels((left, 0))[0] - LABEL_PADDING_PX
+        label = _fitting(cue.text, room, width_px)
+        if label:
+            axes.text(left, lane, " " + label, va="center", ha="left", fontsize=FONT_PT, clip_on=True)
+
+
+def _fitting(text: str, room_px: float, width_px: Callable[[str], float]) -> str:
+    """As many whole words of ``text`` as fit in ``room_px`` (as drawn, after a leading space),
+    with an ellipsis when cut; nothing when not even the first word fits. Control characters
+    are dropped (no glyph)."""
     text = "".join(character for character in text if character.isprintable())
-    room = int(width_in / CHARACTER_IN) - 1
-    if room < MIN_LABEL_CHARACTERS:
-        return ""
-    return text if len(text) <= room else text[: room - 1].rstrip() + "…"
+    if width_px(" " + text) <= room_px:
+        return text
+    words = text.split()
+    fitting, low, high = "", 1, len(words) - 1  # binary search: a longer prefix is never narrower
+    while low <= high:
+        count = (low + high) // 2
+        label = " ".join(words[:count]).rstrip(",;:") + "…"
+        if width_px(" " + label) <= room_px:
+            fitting, low = label, count + 1
+        else:
+            high = count - 1
+    return fitting
 
 
 def _tick_step(span_s: float) -> float:

@@ -294,6 +294,8 @@ class Transcriber:
             speakers = with_overlaps(speakers, found.timeline)
         if asr_config.return_timestamps != config.return_timestamps:  # words were only for attribution
             chunks, chunk_speakers = group_words(chunks, chunk_speakers), None
+        elif config.return_timestamps == "segment":  # Whisper's own segments: no leading space, as grouped ones
+            chunks = [replace(chunk, text=chunk.text.strip()) for chunk in chunks]
         chunk_dicts = [chunk.to_dict() for chunk in chunks]
         if chunk_speakers is not None:
             chunk_dicts = [{**chunk, "speaker": speaker} for chunk, speaker in zip(chunk_dicts, chunk_speakers, strict=True)]

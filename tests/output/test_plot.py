@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import struct
 
-from speaker_transcripts.output.plot import CHARACTER_IN, _fitting, overlapped_spans, plot_timeline
+import matplotlib.pyplot as plt
+
+from speaker_transcripts.output.plot import _fitting, overlapped_spans, plot_timeline, timeline_figure
 from speaker_transcripts.pipeline.diarization import Turn
 
 
@@ -25,12 +27,45 @@ def test_long_audio_wraps_into_rows_and_the_page_stays_readable(tmp_path):
     assert sizes[600][1] > 8 * (sizes[60][1] - 70)
 
 
-def test_text_appears_only_where_it_fits():
-    assert _fitting("Good morning, everyone.", 10.0) == "Good morning, everyone."
-    cut = _fitting("Good morning, everyone.", 12 * CHARACTER_IN)
-    assert cut.endswith("…") and len(cut) <= 11
-    assert _fitting("Good morning", 2 * CHARACTER_IN) == ""
-    assert _fitting("a\x0eb", 1.0) == "ab", "control characters have no glyph"
+def characters(text: str) -> float:
+    return 10.0 * len(text)
+
+
+def test_text_appears_only_where_it_fits_in_whole_words():
+    assert _fitting("Good morning, everyone.", 1000, characters) == "Good morning, everyone."
+    assert _fitting("Good morning, everyone.", 150, characters) == "Good morning…", "whole words, no dangling comma"
+    assert _fitting("Good morning, everyone.", 40, characters) == "", "not even the first word fits"
+    assert _fitting("a\x0eb", 100, characters) == "ab", "control characters have no glyph"
+
+
+def test_no_label_leaves_its_bar_or_touches_another(tmp_path):
+    """Measured as drawn: short bars of long sentences side by side, in every row, up to the
+    row's last bar (which once lost its last word to the axes' edge)."""
+    sentences = ["Welcome back everyone, let us pick up where we left off yesterday.", "Right.",
+                 "Mmhmm, I see, although the numbers from the second quarter tell another story entirely."]
+    segments = [{"speaker": f"SPEAKER_0{n % 2}", "text": sentences[n % 3], "timestamp": [n * 5.0, n * 5.0 + 4.9]}
+                for n in range(24)]
+    figure = timeline_figure({"speakers": segments, "chunks": [], "duration": 120.0})
+    try:
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        labelled = 0
+        for axes in figure.axes:
+            bars = [axes.transData.transform(path.vertices) for collection in axes.collections if collection.get_alpha() == 0.55
+                    for path in collection.get_paths()]
+            bars = [(pixels[:, 0].min(), pixels[:, 0].max()) for pixels in bars]
+            labels = [text for text in axes.texts if text.get_text().strip()]
+            boxes = [text.get_window_extent(renderer) for text in labels]
+            assert all(box.x1 <= axes.get_window_extent(renderer).x1 for box in boxes), "cut at the row's end"
+            for index, box in enumerate(boxes):
+                assert any(left - 1 <= box.x0 and box.x1 <= right + 1 for left, right in bars), labels[index].get_text()
+                assert not any(box.overlaps(other) for other in boxes[index + 1:])
+                words = labels[index].get_text().strip().removesuffix("…").split()
+                assert all(word in sentences[0] + sentences[1] + sentences[2] for word in words), "no word cut"
+            labelled += len(labels)
+        assert labelled == 24, "every bar still carries words"
+    finally:
+        plt.close(figure)
 
 
 def test_a_lane_per_speaker_and_one_without_diarization(tmp_path):

@@ -355,6 +355,25 @@ def test_openai_formats_over_http(client, speech_wav):
     assert {segment["speaker"] for segment in diarized["segments"]} <= SPEAKERS
 
 
+def test_diarized_subtitles_are_timed_by_their_words(client, handler, speech_wav):
+    """Diarizing computes word times for attribution; the cues keep them rather than sharing a
+    segment's time out by characters: the route's SRT is the one laid out from the words."""
+    from speaker_transcripts.output.formats import subtitle_cues, to_srt
+
+    same = {"language": "en", "assisted": False}  # not "auto": the decoding policy learns from timings
+    by_words = handler({"inputs": speech_wav, "parameters": {**same, "return_timestamps": "word"}})
+    by_segments = handler({"inputs": speech_wav, "parameters": same})
+    served = openai_post(client, speech_wav, response_format="srt", language="en", assisted="false").text
+    assert served == to_srt(subtitle_cues(by_words)) != to_srt(subtitle_cues(by_segments))
+
+
+def test_segments_read_alike_with_and_without_diarization(client, speech_wav):
+    """No leading space on a segment's text, diarized or not (Whisper's own segments had one)."""
+    for diarize in ("true", "false"):
+        verbose = openai_post(client, speech_wav, response_format="verbose_json", language="en", diarize=diarize).json()
+        assert verbose["segments"] and all(segment["text"] == segment["text"].strip() for segment in verbose["segments"]), diarize
+
+
 def test_openai_translation_and_errors(client, speech_wav):
     translated = openai_post(client, speech_wav, route="/v1/audio/translations", response_format="verbose_json")
     assert translated.status_code == 200 and translated.json()["task"] == "translate"

@@ -16,7 +16,9 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
+from speaker_transcripts.config import timed_by_words
 from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.output.formats import SUBTITLE_FORMATS
 from speaker_transcripts.server.errors import ServiceError, status_of
 from speaker_transcripts.server.inference import infer
 from speaker_transcripts.server.middleware import BEARER
@@ -127,8 +129,11 @@ async def openai_transcription(
         "known_speakers": options.known_speakers(),
         "return_speaker_embeddings": options.return_speaker_embeddings,
     }
+    parameters = {name: value for name, value in parameters.items() if value is not None}
+    if options.response_format in SUBTITLE_FORMATS:
+        parameters = timed_by_words(parameters, request.app.state.handler.capabilities)
     audio = await file.read()
-    data = {"inputs": audio, "parameters": {k: v for k, v in parameters.items() if v is not None}}
+    data = {"inputs": audio, "parameters": parameters}
     if options.stream:
         if options.response_format not in STREAMABLE_FORMATS:
             raise InvalidRequestError(
