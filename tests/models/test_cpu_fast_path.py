@@ -52,16 +52,20 @@ def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_l
     assert logits.dtype == torch.float32
 
 
-def test_without_bfloat16_the_encoder_stays_float32_and_the_projection_is_int8(whisper):
+def test_without_bfloat16_the_encoder_and_the_projection_stay_float32(whisper):
+    """An int8 projection cost 5 WER points on an AVX2-only CPU; the decoder layers alone are int8."""
     assert speed_up_for_cpu(whisper, bfloat16=False) == [INT8_DECODER]
     assert {parameter.dtype for parameter in whisper.get_encoder().parameters()} == {torch.float32}
-    assert isinstance(whisper.proj_out, DynamicQuantizedLinear)
+    assert type(whisper.proj_out) is torch.nn.Linear and whisper.proj_out.weight.dtype == torch.float32
+    layers = [module for name, module in whisper.model.decoder.named_modules() if name]
+    assert not any(isinstance(module, torch.nn.Linear) for module in layers), "every decoder layer's linear map is int8"
 
 
-def test_a_decoder_only_assistant_is_quantised_whole(tiny_models):
+def test_a_decoder_only_assistant_is_quantised_but_for_its_projection(tiny_models):
     assistant = WhisperForCausalLM.from_pretrained(tiny_models["assistant_causal"]).eval()
     assert speed_up_for_cpu(assistant, bfloat16=False) == [INT8_DECODER]
-    assert not any(isinstance(m, torch.nn.Linear) for m in assistant.modules())
+    linear = [module for module in assistant.modules() if isinstance(module, torch.nn.Linear)]
+    assert linear == [assistant.proj_out]
 
 
 @pytest.mark.parametrize(("dtype", "precision"), [("auto", INT8_DECODER), ("float32", "float32")])
@@ -77,7 +81,8 @@ def test_dtype_auto_on_cpu_takes_the_fast_path_and_float32_keeps_the_plain_model
 def test_assisted_decoding_runs_on_the_fast_path_with_both_models_sped_up(tiny_models, speech_wav):
     settings = ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]), device="cpu")
     recognizer = SpeechRecognizer(settings)
-    assert isinstance(recognizer.assistant.proj_out, (DynamicQuantizedLinear, Bfloat16Projection))
+    assert any(isinstance(module, DynamicQuantizedLinear) for module in recognizer.assistant.modules())
+    assert isinstance(recognizer.assistant.proj_out, Bfloat16Projection if bfloat16_supported() else torch.nn.Linear)
     speech = decode_file(speech_wav)
     config = InferenceConfig(assisted=True, batch_size=1, language="en")
     assisted = recognizer.transcribe(speech.samples, config, speech.duration)
