@@ -3,10 +3,11 @@ transformers pipeline, on the same Whisper weights and audio, with and without d
 
     python bench/cpu_speed.py --fw-python /path/to/venv-with-faster-whisper/bin/python \
         [--asr-model whisper-base] [--manifest ../shared/dev-audio/manifest.json] [--minutes 10] \
-        [--runs 3] [--out bench-results/cpu-speed]
+        [--runs 3] [--systems ours fw-int8-batched ...] [--out bench-results/cpu-speed]
 
 faster-whisper is not a dependency of this project: give the benchmark a Python that has it
-(``python -m venv fw && fw/bin/pip install faster-whisper``). Its model is the ASR model's own
+(``python -m venv fw && fw/bin/pip install faster-whisper``, or, for the ``whisperx-style`` row,
+the project's own venv after ``pip install faster-whisper``: it adds only onnxruntime and flatbuffers). Its model is the ASR model's own
 weights converted with ``ctranslate2``'s converter (a dev dependency), so every system decodes
 with the same weights. Each system is a worker process that loads its model once; every file is
 handed to the systems in turn (interleaved), ``--runs`` times, and the median time is reported,
@@ -15,12 +16,20 @@ so noise on a shared machine falls on all alike; each worker's peak RSS is its o
 Systems (all greedy, English given, segment timestamps, the machine's threads):
 
 - ``ours``: the handler as shipped on CPU (``DTYPE=auto``: the fast path), no diarization;
-- ``ours-without-bf16``: the fast path as it runs on a CPU without bfloat16 (int8 decoder and projection, float32 encoder);
+- ``ours-without-bf16``: the fast path as it runs on a CPU without bfloat16 (int8 decoder layers, float32 encoder and projection);
 - ``ours-fp32``: the handler with ``DTYPE=float32`` (plain float32, the previous default);
 - ``transformers``: the bare transformers pipeline, float32, ``chunk_length_s=30``, batch 8;
 - ``fw-int8``, ``fw-fp32``: faster-whisper's ``WhisperModel.transcribe`` (no VAD filter, as it
   defaults), ``compute_type`` int8 / float32;
-- ``fw-int8-batched``: faster-whisper's ``BatchedInferencePipeline`` (Silero VAD pieces, batch 8);
+- ``fw-int8-batched``: faster-whisper's ``BatchedInferencePipeline`` (Silero VAD pieces, batch 8)
+  as it defaults: ``without_timestamps=True``, its VAD pieces are its segments;
+- ``fw-int8-batched-timestamps``: the same with ``without_timestamps=False``, Whisper's timestamp
+  tokens decoded as ours are (equal output: segment times from the model);
+- ``fw-int8-batched-words``: the same with ``word_timestamps=True`` as well;
+- ``whisperx-style``: whisperX's recipe on the same models, one stage after another:
+  ``fw-int8-batched-words``, then the embedded diarization, then this project's word attribution
+  (its ``--fw-python`` must have this project installed too, e.g. the project's own venv after
+  ``pip install faster-whisper``);
 - ``ours+diarization``: the handler with the embedded diarization (word-level attribution, as
   shipped; diarization runs in a thread beside ASR);
 - ``ours-parts``: the same models, timing diarization alone and ASR with word timestamps alone,
@@ -52,7 +61,8 @@ sys.path.insert(0, str(ROOT))
 from bench.long_form import DEV_AUDIO, Worker, _peak_rss_mb, benchmark_files
 
 OURS = ("ours", "ours-without-bf16", "ours-fp32", "ours+diarization", "ours-parts")
-FASTER_WHISPER = ("fw-int8", "fw-fp32", "fw-int8-batched")
+FASTER_WHISPER = ("fw-int8", "fw-fp32", "fw-int8-batched", "fw-int8-batched-timestamps", "fw-int8-batched-words", "whisperx-style")
+DIARIZED = ("ours+diarization", "ours-parts", "whisperx-style")
 SYSTEMS = (*OURS, "transformers", *FASTER_WHISPER)
 SHORT_CLIP = "librivox_sense_and_sensibility_01_austen_64kb-0870.wav"
 CONVERSATION = "conv01_standup_2spk.wav"
@@ -66,6 +76,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the rows to run (default: all)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/cpu-speed"))
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--model-path", type=Path, help=argparse.SUPPRESS)
@@ -82,17 +93,54 @@ def faster_whisper_worker(system: str, ct2_folder: Path) -> None:
 
     model = WhisperModel(str(ct2_folder), device="cpu", compute_type="float32" if system == "fw-fp32" else "int8",
                          cpu_threads=os.cpu_count() or 0)
-    batched = BatchedInferencePipeline(model) if system == "fw-int8-batched" else None
+    batched = BatchedInferencePipeline(model) if system.startswith("fw-int8-batched") else None
     _answer(ready=True)
     for line in sys.stdin:
         samples = np.load(json.loads(line)["path"])
         started = time.perf_counter()
         if batched is not None:
-            segments, _ = batched.transcribe(samples, language="en", beam_size=1, batch_size=BATCH)
+            segments, _ = batched.transcribe(samples, language="en", beam_size=1, batch_size=BATCH, **_batched_options(system))
         else:
             segments, _ = model.transcribe(samples, language="en", beam_size=1)
         text = " ".join(segment.text.strip() for segment in segments)  # the generator decodes as it is read
         _answer(seconds=time.perf_counter() - started, text=text)
+
+
+def _batched_options(system: str) -> dict[str, bool]:
+    """faster-whisper batched as it defaults (its VAD pieces are its segments, no timestamp
+    tokens), with Whisper's timestamp tokens (our default output), or with word times too."""
+    if system == "fw-int8-batched":
+        return {}
+    return {"without_timestamps": False, "word_timestamps": system != "fw-int8-batched-timestamps"}
+
+
+def whisperx_style_worker(ct2_folder: Path, asr_model: str) -> None:
+    """whisperX's recipe on the same models: faster-whisper batched int8 with word times, then the
+    embedded diarization, then this project's word attribution, one after the other as whisperX
+    runs them. Needs a Python with faster-whisper and this project installed."""
+    from faster_whisper import BatchedInferencePipeline, WhisperModel
+
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.models import registry
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+    from speaker_transcripts.pipeline.diarization import diarize, group_by_speaker, load_diarization_pipeline, word_speakers
+    from speaker_transcripts.pipeline.transcript import Chunk
+
+    batched = BatchedInferencePipeline(WhisperModel(str(ct2_folder), device="cpu", compute_type="int8", cpu_threads=os.cpu_count() or 0))
+    settings = registry.prepare(ModelSettings(asr_model=asr_model, diarization_model="pyannote-campplus"))
+    pipeline = load_diarization_pipeline(settings, "cpu")
+    _answer(ready=True)
+    for line in sys.stdin:
+        samples = np.load(json.loads(line)["path"])
+        started = time.perf_counter()
+        segments, _ = batched.transcribe(samples, language="en", beam_size=1, batch_size=BATCH, **_batched_options("fw-int8-batched-words"))
+        words = [Chunk(word.word, word.start, word.end) for segment in segments for word in segment.words or []]
+        asr_s = time.perf_counter() - started
+        found = diarize(pipeline, samples, SAMPLING_RATE, {})
+        speakers = group_by_speaker(words, word_speakers(words, found.turns))
+        seconds = time.perf_counter() - started
+        _answer(seconds=seconds, text="".join(word.text for word in words).strip(), asr_words_s=asr_s,
+                diarization_s=seconds - asr_s, speakers=len({segment.speaker for segment in speakers}))
 
 
 def transformers_worker(model_folder: Path) -> None:
@@ -147,7 +195,7 @@ def handler_worker(system: str, asr_model: str) -> None:
         _answer(seconds=time.perf_counter() - started, text=result["text"])
 
 
-def _ct2_conversion(model_folder: Path, destination: Path) -> Path:
+def ct2_conversion(model_folder: Path, destination: Path) -> Path:
     """The same weights in CTranslate2's format (float32; faster-whisper quantises at load)."""
     if not (destination / "model.bin").is_file():
         converter = Path(sys.executable).with_name("ct2-transformers-converter")
@@ -158,6 +206,9 @@ def _ct2_conversion(model_folder: Path, destination: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
+    if arguments.worker == "whisperx-style":
+        whisperx_style_worker(arguments.model_path, arguments.asr_model)
+        return 0
     if arguments.worker in FASTER_WHISPER:
         faster_whisper_worker(arguments.worker, arguments.model_path)
         return 0
@@ -178,12 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     files, _ = benchmark_files(arguments.manifest, arguments.out, arguments.minutes)
 
     commands: dict[str, list[str]] = {}
-    for system in SYSTEMS:
+    for system in arguments.systems:
         base = ["--worker", system, "--asr-model", arguments.asr_model]
         if system in FASTER_WHISPER:
             if arguments.fw_python is None:
                 continue
-            ct2 = _ct2_conversion(model_folder, arguments.out / f"ct2-{Path(arguments.asr_model).name}")
+            ct2 = ct2_conversion(model_folder, arguments.out / f"ct2-{Path(arguments.asr_model).name}")
             commands[system] = [str(arguments.fw_python), __file__, *base, "--model-path", str(ct2)]
         else:
             commands[system] = [sys.executable, __file__, *base, "--model-path", str(model_folder)]
@@ -196,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in range(arguments.runs):
             for name, (path, _, _) in files.items():
                 for system, worker in workers.items():  # interleaved: each file by every system in turn
-                    if system in ("ours+diarization", "ours-parts") and name not in diarized_files:
+                    if system in DIARIZED and name not in diarized_files:
                         continue
                     answer = worker.run(path)
                     timings.setdefault((system, name), []).append(
@@ -223,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             medians = {key: statistics.median(run[key] for run in timings[(system, name)]) for key in timings[(system, name)][0]}
             per_file[name] = {"wer": counts.rate, "rtf": medians["seconds"] / duration, "duration_s": duration, **medians}
         report["systems"][system] = {
-            "dev_wer": dev_total.rate if dev_total is not None and system not in ("ours+diarization", "ours-parts") else None,
+            "dev_wer": dev_total.rate if dev_total is not None and system not in DIARIZED else None,
             "peak_rss_mb": peaks[system],
             "loaded_rss_mb": worker.loaded_rss_mb,
             "files": per_file,
