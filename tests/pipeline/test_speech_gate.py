@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -51,3 +53,34 @@ def test_loading_the_gate_keeps_torch_threads():
     root = Path(__file__).resolve().parents[2]
     completed = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert completed.stdout.strip().splitlines()[-1] == "2"
+
+
+def test_batched_windows_give_silero_s_own_spans(gate):
+    """The gate runs Silero's network over many windows at once; its spans are the ones Silero's
+    own window-by-window ``get_speech_timestamps`` finds, on a real two-speaker recording made
+    longer than a batch (``WINDOWS_PER_CALL``) so the recurrent state crosses a call."""
+    import silero_vad
+    import torch
+
+    from speaker_transcripts.pipeline import speech_gate
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "two-readers.wav"
+    speech = decode_file(sample.read_bytes()).samples
+    pause = np.zeros(16000 * 3, dtype=np.float32)
+    samples = np.concatenate([speech, pause] * 14)[: speech_gate.WINDOWS_PER_CALL * speech_gate.WINDOW + 777]
+    assert len(samples) > speech_gate.WINDOWS_PER_CALL * speech_gate.WINDOW
+    own = silero_vad.load_silero_vad()
+    with torch.inference_mode():
+        expected = silero_vad.get_speech_timestamps(
+            torch.from_numpy(samples), own, sampling_rate=16000, threshold=speech_gate.SPEECH_THRESHOLD,
+            min_speech_duration_ms=speech_gate.MIN_SPEECH_MS, max_speech_duration_s=10.0,
+        )
+        own.reset_states()
+        windows = [torch.nn.functional.pad(torch.from_numpy(samples[i : i + 512]), (0, max(0, i + 512 - len(samples))))
+                   for i in range(0, len(samples), 512)]
+        own_probabilities = [own(window, 16000).item() for window in windows]
+    assert gate.speech_regions(samples, 10.0) == [(span["start"], span["end"]) for span in expected] != []
+    batched = gate._speech_probabilities(samples)
+    assert len(batched) == len(own_probabilities)
+    assert max(abs(a - b) for a, b in zip(batched, own_probabilities, strict=True)) < 1e-4
+    assert gate.speech_regions(np.zeros(0, dtype=np.float32), 10.0) == []
