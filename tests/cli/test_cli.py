@@ -27,11 +27,14 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys)
 
 
 def test_ctrl_c_in_a_real_process_prints_no_traceback():
-    """SIGINT while a subcommand runs (here one that sleeps): one line on stderr, status 130."""
+    """SIGINT while a subcommand runs (here one that sleeps): one line on stderr, status 130.
+    The child takes Ctrl-C as a terminal's foreground process does: a suite started in the
+    background (``nohup pytest &``) passes SIGINT on ignored, and Python keeps it ignored."""
     import signal
     import time
 
-    script = ("import time, speaker_transcripts.cli as c, speaker_transcripts.cli.models as m;"
+    script = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
+              " import time, speaker_transcripts.cli as c, speaker_transcripts.cli.models as m;"
               " m.main = lambda argv: (print('ready', flush=True), time.sleep(60)); raise SystemExit(c.main(['models']))")
     child = subprocess.Popen(
         [sys.executable, "-c", script],
