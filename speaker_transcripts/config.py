@@ -224,6 +224,12 @@ class InferenceConfig(BaseModel):
     # Each diarized speaker's voice embedding in the answer, for matching speakers across files.
     return_speaker_embeddings: bool = False
 
+    @property
+    def attributes_words(self) -> bool:
+        """Whether this (resolved) request times every word to attribute it to a speaker, even
+        when the client asked for segments."""
+        return bool(self.diarize) and self.attribution == "word"
+
     @field_validator("return_timestamps", mode="before")
     @classmethod
     def _true_means_segment(cls, value: Any) -> Any:
@@ -395,12 +401,15 @@ BEAM_COST = 2
 
 def timed_by_words(parameters: Mapping[str, Any], capabilities: ModelCapabilities) -> dict[str, Any]:
     """``parameters`` for an answer that becomes subtitles: word timestamps when the request
-    computes them anyway (diarized with word attribution, the default), so each cue starts and
-    ends on its words instead of a segment's time shared out by its characters. Other requests
-    are left as they are: there word times would cost an alignment pass nobody asked for."""
-    diarize = parameters.get("diarize")
-    diarizes = capabilities.has_diarization if diarize is None else diarize is True
-    if not diarizes or parameters.get("task") == "diarize" or parameters.get("attribution", "word") != "word":
+    computes them anyway (``attributes_words``: diarized with word attribution, the default), so
+    each cue starts and ends on its words instead of a segment's time shared out by its
+    characters. Other requests are left as they are: there word times would cost an alignment
+    pass nobody asked for; so is one that will not resolve, for the handler to refuse."""
+    try:
+        config = resolve_request(parse_parameters(parameters)[0], capabilities).config
+    except InvalidRequestError:
+        return dict(parameters)
+    if config.task == "diarize" or not config.attributes_words:
         return dict(parameters)
     return {**parameters, "return_timestamps": "word"}
 

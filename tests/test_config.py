@@ -368,4 +368,5 @@ def test_subtitles_ask_for_word_times_only_where_they_come_free(parameters, word
     diarizing = EMBEDDING
     assert (timed_by_words(parameters, diarizing).get("return_timestamps") == "word") is words
     assert timed_by_words({}, ENGLISH_ONLY) == {}, "no diarization model: nothing changes"
+    assert timed_by_words({"diarize": True}, ENGLISH_ONLY) == {"diarize": True}, "left for the handler to refuse"
     assert parameters == dict(parameters) and "return_timestamps" not in parameters, "the caller's dict is left alone"

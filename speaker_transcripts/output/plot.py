@@ -12,7 +12,7 @@ cannot show. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +107,7 @@ def _draw_timeline(axes: Axes, timeline: Sequence[Turn], lanes: list[str]) -> No
 
 def _draw_row(axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, end: float, show_label: bool) -> None:
     colours = plt.get_cmap("tab10")
-    for cue in cues:
-        if cue.end < start or cue.start > end:
-            continue
-        index = lanes.index(cue.speaker or "speech")
-        lane = len(lanes) - 1 - index  # the first speaker on top
-        left, right = _bar(cue, start, end)
+    for _, index, lane, left, right in _bars(cues, lanes, start, end):
         axes.broken_barh([(left, right - left)], (lane - 0.4, 0.8), color=colours(index % 10), alpha=0.55)
     axes.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=FONT_PT)
     axes.set_xlim(start, end)
@@ -125,9 +120,14 @@ def _draw_row(axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, e
         axes.set_title("time (m:ss)", fontsize=FONT_PT, loc="right")
 
 
-def _bar(cue: Cue, start: float, end: float) -> tuple[float, float]:
-    """Where a cue's bar lies within the row ``[start, end]`` (a zero-length cue still shows)."""
-    return max(cue.start, start), min(max(cue.end, cue.start + 0.05), end)
+def _bars(cues: Sequence[Cue], lanes: list[str], start: float, end: float) -> Iterator[tuple[Cue, int, int, float, float]]:
+    """The cues on the row ``[start, end]``, each with its speaker's index, its lane (the first
+    speaker on top) and where its bar lies in the row (a zero-length cue still shows)."""
+    for cue in cues:
+        if cue.end < start or cue.start > end:
+            continue
+        index = lanes.index(cue.speaker or "speech")
+        yield cue, index, len(lanes) - 1 - index, max(cue.start, start), min(max(cue.end, cue.start + 0.05), end)
 
 
 def _label_row(
@@ -136,11 +136,7 @@ def _label_row(
     """Each bar's text, as much as fits inside the bar (a lane's bars never overlap, so neither do
     their labels)."""
     to_pixels = axes.transData.transform
-    for cue in cues:
-        if cue.end < start or cue.start > end:
-            continue
-        lane = len(lanes) - 1 - lanes.index(cue.speaker or "speech")
-        left, right = _bar(cue, start, end)
+    for cue, _, lane, left, right in _bars(cues, lanes, start, end):
         room = to_pixels((right, 0))[0] - to_pixels((left, 0))[0] - LABEL_PADDING_PX
         label = _fitting(cue.text, room, width_px)
         if label:

@@ -179,8 +179,7 @@ class Transcriber:
                 else {}
             )
         # Word-level attribution needs word times even when the client asked for segments.
-        words_needed = config.diarize and config.attribution == "word"
-        asr_config = config.model_copy(update={"return_timestamps": "word"}) if words_needed else config
+        asr_config = config.model_copy(update={"return_timestamps": "word"}) if config.attributes_words else config
         bounded = bounded_work(asr_config, self.settings.max_batch_items)
         asr_config, warnings = bounded.config, warnings + bounded.warnings
         # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
