@@ -25,6 +25,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -169,11 +170,15 @@ def diarize(
     import torch
     from pyannote.audio import Pipeline
 
+    from speaker_transcripts.pipeline.cpu_threads import torch_threads
+
     waveform = torch.from_numpy(samples).unsqueeze(0)
     options: dict[str, Any] = dict(hints)
     if should_stop is not None and isinstance(pipeline, Pipeline):
         options["hook"] = _stop_hook(should_stop)
-    with torch.inference_mode(), warnings.catch_warnings():
+    # pyannote on CPU runs on one thread (cpu_threads.py): 2.4x faster on a 10-min file, and Whisper keeps the other core.
+    on_cpu = isinstance(pipeline, Pipeline) and getattr(pipeline, "device", torch.device("cpu")).type == "cpu"
+    with torch.inference_mode(), torch_threads(1) if on_cpu else nullcontext(), warnings.catch_warnings():
         # pyannote averages an empty set of embeddings on audio with no speaker: numpy warns, the answer is no turns
         warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
         warnings.filterwarnings("ignore", message="invalid value encountered in divide", category=RuntimeWarning)
@@ -214,7 +219,9 @@ def speaker_embedder(pipeline: DiarizationPipeline) -> Callable[[np.ndarray], np
         import numpy as np
         import torch
 
-        with torch.inference_mode():
+        from speaker_transcripts.pipeline.cpu_threads import torch_threads
+
+        with torch.inference_mode(), torch_threads(1) if model.device.type == "cpu" else nullcontext():
             vectors = model(torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))[None, None])
         return np.asarray(vectors, dtype=np.float32)[0]
 

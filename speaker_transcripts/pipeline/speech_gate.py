@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import ModuleType
 
 import numpy as np
 import torch
 
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+from speaker_transcripts.pipeline.cpu_threads import torch_threads
 
 BLOCK_S = 30.0  # scan in Whisper-window-sized blocks; most speech is found in the first one
 MIN_SPEECH_MS = 250
@@ -48,22 +47,10 @@ def _import_silero_vad() -> ModuleType:
     return silero_vad
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Silero's small recurrent model is fastest on one thread: measured on 7 s of speech, 0.04 s
-    on one thread against 0.11 s on two, and 23 s on two while another process was busy (OpenMP
-    threads spinning against each other). The thread count is process-wide, so it is restored
-    right after; the handler runs the gate under its lock, with no other model working."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 class SpeechGate:
-    """Silero VAD, its network run over many windows at once (``_speech_probabilities``)."""
+    """Silero VAD, its network run over many windows at once (``_speech_probabilities``), on one
+    thread: on 7 s of speech 0.04 s against 0.11 s on two, and 23 s on two while another process
+    was busy (OpenMP threads spinning against each other)."""
 
     def __init__(self) -> None:
         self._silero = _import_silero_vad()
@@ -81,13 +68,13 @@ class SpeechGate:
         """Speech as ``[start, end)`` sample spans in time order. Speech running longer than
         ``max_speech_s`` is split at its last pause before that (Silero's own rule), so the
         spans fit Whisper's window wherever the speaker breathes."""
-        with self._lock, torch.inference_mode(), _one_thread():
+        with self._lock, torch.inference_mode(), torch_threads(1):
             spans = self._speech(samples, max_speech_duration_s=max_speech_s)
         return [(int(span["start"]), int(span["end"])) for span in spans]
 
     def contains_speech(self, samples: np.ndarray) -> bool:
         block = int(BLOCK_S * SAMPLING_RATE)
-        with self._lock, torch.inference_mode(), _one_thread():
+        with self._lock, torch.inference_mode(), torch_threads(1):
             return any(self._speech(samples[start : start + block]) for start in range(0, len(samples), block))
 
     def _speech(self, samples: np.ndarray, **options: float) -> list[dict[str, int]]:

@@ -1,0 +1,32 @@
+"""How many CPU threads torch uses for one stage, without changing it for the others.
+
+The small models (Silero's speech gate, pyannote's segmentation, CAM++ embeddings) run many
+short operations, and OpenMP threads that sleep between operations (the passive wait policy
+the package sets, see ``speaker_transcripts/__init__.py``) pay a wake-up on each: on 2 cores a
+10-s CAM++ embedding took 0.47-0.61 s on two threads and 0.31 s on one, and diarizing a 10-min
+file 153 s on two and 65 s on one (both measured idle; on one thread, 0.32 s beside a busy
+process too). On one thread such a stage also leaves the other core to Whisper, which runs beside it.
+
+torch keeps the count per OS thread once a thread has used it, but a thread that first uses
+torch later starts from the last count set anywhere. So the count is restored on leaving, and
+the stage that wants every core (Whisper) states its own count rather than trusting what a
+new thread inherited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with ``count`` torch threads on this OS thread, then put back what it had."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
