@@ -17,6 +17,7 @@ A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
 
 from __future__ import annotations
 
+import copy
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +41,7 @@ from speaker_transcripts.config import InferenceConfig, ModelCapabilities, Model
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.models.cpu_fast_path import speed_up_for_cpu
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+from speaker_transcripts.pipeline.cpu_threads import torch_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text
 
@@ -109,6 +111,41 @@ def _without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[
     return args, {**kwargs, "output_attentions": False}
 
 
+def _encoder_kept_on_sdpa(model: WhisperForConditionalGeneration) -> None:
+    """Word timestamps make Whisper's ``generate`` switch the whole model to eager attention
+    (5.24), for the decoder's cross-attention weights. The encoder's are never read
+    (``_without_attention_maps``), and eager attention made the encoder 1.5-2.2x slower (whisper-base,
+    8 x 30 s on 2 cores: 6.7-8.6 s on SDPA, 13.0-14.8 s eager), on every diarized request. So the
+    encoder's attentions get their own copy of the config, which stays on the implementation loaded."""
+    if model.config._attn_implementation != "sdpa":
+        return
+    own = copy.copy(model.config)
+    for layer in model.get_encoder().layers:
+        layer.self_attn.config = own
+
+
+def _alignment_heads(model: WhisperForConditionalGeneration) -> dict[int, list[int]]:
+    """The decoder's alignment heads (the checkpoint's ``alignment_heads``), by layer."""
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in model.generation_config.alignment_heads:
+        by_layer.setdefault(int(layer), []).append(int(head))
+    return by_layer
+
+
+def _kept_attention(heads: list[int]) -> Callable[..., tuple[Any, Any] | None]:
+    """A forward hook on a decoder attention that hands on only the weights of ``heads`` (none:
+    one zero per query, which keeps the shapes transformers stacks and concatenates)."""
+
+    def hook(_module: torch.nn.Module, _args: tuple, output: tuple[Any, Any]) -> tuple[Any, Any] | None:
+        hidden, weights = output
+        if weights is None:
+            return None
+        kept = weights[:, heads] if heads else weights.new_zeros((weights.shape[0], 1, weights.shape[2], 1))
+        return hidden, kept
+
+    return hook
+
+
 class DraftWhisper(WhisperForConditionalGeneration):
     """An encoder-decoder assistant that drafts with the generic ``generate`` (see module doc)."""
 
@@ -133,6 +170,9 @@ class SpeechRecognizer:
         self.dtype = getattr(torch, settings.resolved_dtype(self.device))
         token = settings.hf_token.get_secret_value() if settings.hf_token else None
         self.fast_path = settings.cpu_fast_path(self.device)
+        # Whisper wants every core; a thread that first used torch while a one-thread stage ran would
+        # have inherited one (cpu_threads.py), so transcribe states the count it was loaded with.
+        self.threads = torch.get_num_threads()
         with quiet_loading():
             model = WhisperForConditionalGeneration.from_pretrained(
                 settings.asr_model, dtype=self.dtype, attn_implementation="sdpa", token=token
@@ -143,6 +183,7 @@ class SpeechRecognizer:
         # What the weights compute in, for the log and /ready: the dtype, or what the CPU fast path did.
         self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
         self.model.get_encoder().register_forward_pre_hook(_without_attention_maps, with_kwargs=True)
+        _encoder_kept_on_sdpa(self.model)
         self.processor = processor
         self.pipeline = pipeline(
             "automatic-speech-recognition",
@@ -204,33 +245,35 @@ class SpeechRecognizer:
         pipeline only hands chunks over at the end). ``should_stop`` is asked at every decoder
         step; when it says yes, ``RequestAbandoned`` ends the work within a step.
         """
-        language = config.language
-        generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
-        if self.capabilities.multilingual:
-            language = language or self.detect_language(samples[pieces[0].start :] if pieces else samples)
-            generate_kwargs.update(task=config.task, language=language)
-        else:
-            language = "en"
-        if config.assisted:
-            generate_kwargs["assistant_model"] = self.assistant
-        if config.prompt:
-            generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
-        budget = token_budget(config.chunk_length_s)
-        if budget is not None:
-            generate_kwargs["max_new_tokens"] = budget
-        options = {
-            "batch_size": config.batch_size,
-            "return_timestamps": "word" if config.return_timestamps == "word" else True,
-            "generate_kwargs": generate_kwargs,
-        }
-        with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop):
-            if pieces is None:
-                raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
-                chunks = close_timestamps(raw_chunks, duration)
-                for chunk in chunks if on_segment is not None else ():
-                    on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
+        with torch_threads(self.threads):
+            language = config.language
+            generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
+            if self.capabilities.multilingual:
+                language = language or self.detect_language(samples[pieces[0].start :] if pieces else samples)
+                generate_kwargs.update(task=config.task, language=language)
             else:
-                chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
+                language = "en"
+            if config.assisted:
+                generate_kwargs["assistant_model"] = self.assistant
+            if config.prompt:
+                generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
+            budget = token_budget(config.chunk_length_s)
+            if budget is not None:
+                generate_kwargs["max_new_tokens"] = budget
+            options = {
+                "batch_size": config.batch_size,
+                "return_timestamps": "word" if config.return_timestamps == "word" else True,
+                "generate_kwargs": generate_kwargs,
+            }
+            with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop), \
+                    self._alignment_heads_only(config.return_timestamps == "word"):
+                if pieces is None:
+                    raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
+                    chunks = close_timestamps(raw_chunks, duration)
+                    for chunk in chunks if on_segment is not None else ():
+                        on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
+                else:
+                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
 
     def _decode_chunked(
@@ -368,6 +411,34 @@ class SpeechRecognizer:
             yield
         finally:
             handle.remove()
+
+    @contextmanager
+    def _alignment_heads_only(self, word_timestamps: bool) -> Iterator[None]:
+        """Word timestamps read the cross-attention of a few alignment heads (whisper-base: 8 of its
+        48), but transformers (5.24) keeps every decoder layer's and head's cross- and
+        self-attention for every token of every piece until the batch ends, then copies them twice
+        more to pick those heads: 6 x 8 x 1500 floats per token of each piece for base, 3 GB for a
+        full batch of 24. While words are timed, each decoder attention hands on only its alignment
+        heads (the others one zero per query) and ``alignment_heads`` is numbered to match; the
+        timestamps are the same (tests/pipeline/test_asr.py)."""
+        if not word_timestamps or not getattr(self.model.generation_config, "alignment_heads", None):
+            yield
+            return
+        by_layer = _alignment_heads(self.model)
+        configured = self.model.generation_config.alignment_heads
+        handles = []
+        for index, layer in enumerate(self.model.get_decoder().layers):
+            handles.append(layer.encoder_attn.register_forward_hook(_kept_attention(by_layer.get(index, [])), prepend=True))
+            handles.append(layer.self_attn.register_forward_hook(_kept_attention([]), prepend=True))
+        self.model.generation_config.alignment_heads = [
+            [layer, by_layer[int(layer)].index(int(head))] for layer, head in configured
+        ]
+        try:
+            yield
+        finally:
+            self.model.generation_config.alignment_heads = configured
+            for handle in handles:
+                handle.remove()
 
     @contextmanager
     def _attention_restored(self) -> Iterator[None]:

@@ -90,9 +90,81 @@ def test_timestamps_are_closed_and_inside_the_audio(recognizers, speech):
 
 
 def test_word_timestamps_leave_sdpa_attention_in_place(recognizers, speech):
+    """transformers switches to eager attention for word timestamps; only the decoder's cross-
+    attention needs it (its weights time the words): the encoder stays on SDPA, and all of it after."""
     recognizer = recognizers["seq2seq"]
-    recognizer.transcribe(speech.samples, InferenceConfig(return_timestamps="word"), speech.duration)
+    seen = {}
+
+    def record(name):
+        def hook(module, _args):
+            seen.setdefault(name, set()).add(module.config._attn_implementation)
+
+        return hook
+
+    encoder_attention = recognizer.model.get_encoder().layers[0].self_attn
+    cross_attention = recognizer.model.get_decoder().layers[0].encoder_attn
+    handles = [encoder_attention.register_forward_pre_hook(record("encoder")),
+               cross_attention.register_forward_pre_hook(record("cross"))]
+    try:
+        recognizer.transcribe(speech.samples, InferenceConfig(return_timestamps="word", language="en"), speech.duration)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert seen == {"encoder": {"sdpa"}, "cross": {"eager"}}
     assert recognizer.model.config._attn_implementation == "sdpa"
+
+
+def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherited_one(recognizers, speech):
+    """A thread that first uses torch while a one-thread stage runs elsewhere starts on one thread
+    (cpu_threads.py); Whisper must not then run on one core for the rest of that thread's life."""
+    import threading
+
+    recognizer = recognizers["english"]
+    seen = []
+    handle = recognizer.model.get_encoder().register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    loaded_with = recognizer.threads
+    if loaded_with < 2:
+        pytest.skip("one CPU thread: nothing to lose")
+    try:
+        torch.set_num_threads(1)  # the count a fresh thread inherits now
+        thread = threading.Thread(target=recognizer.transcribe, args=(speech.samples, InferenceConfig(), speech.duration))
+        thread.start()
+        thread.join()
+    finally:
+        torch.set_num_threads(loaded_with)
+        handle.remove()
+    assert seen and set(seen) == {loaded_with}
+
+
+def test_word_timestamps_keep_only_the_alignment_heads_and_time_words_the_same(recognizers, speech, monkeypatch):
+    """Only the alignment heads' cross-attention is kept while words are timed; the words and their
+    times equal those computed from every head's attention."""
+    from contextlib import contextmanager
+
+    recognizer = recognizers["seq2seq"]
+    config = InferenceConfig(return_timestamps="word", language="en")
+    model = recognizer.model
+    kept_heads = []
+    extract = model._extract_token_timestamps
+
+    def recording(generate_outputs, alignment_heads, **kwargs):
+        kept_heads.append(sum(layer.shape[1] for layer in generate_outputs.cross_attentions[0]))
+        return extract(generate_outputs, alignment_heads, **kwargs)
+
+    monkeypatch.setattr(model, "_extract_token_timestamps", recording)
+    slim = recognizer.transcribe(speech.samples, config, speech.duration).chunks
+
+    @contextmanager
+    def every_head(_self, _word_timestamps):
+        yield
+
+    monkeypatch.setattr(type(recognizer), "_alignment_heads_only", every_head)
+    full = recognizer.transcribe(speech.samples, config, speech.duration).chunks
+    layers, heads = model.config.decoder_layers, model.config.decoder_attention_heads
+    alignment = model.generation_config.alignment_heads
+    assert len(alignment) < layers * heads  # otherwise nothing is left out
+    assert kept_heads == [len(alignment) + layers - len({layer for layer, _ in alignment}), layers * heads]
+    assert slim == full and len(full) > 1
 
 
 def test_language_detected_once_when_not_given(recognizers, speech):
