@@ -1,9 +1,9 @@
 """Sweep the embedded diarization pipeline's settings on every manifest entry with an RTTM.
 
     .venv/bin/python bench/tune_diarization.py --manifest ../shared/dev-audio/manifest.json \
-        [--model pyannote-campplus] [--steps 0.1 0.25] [--shipped] [--out tune.json]
+        [--model pyannote-campplus] [--steps 0.1 0.25] [--strides 1 2] [--shipped] [--out tune.json]
 
-Segmentation and embeddings are computed once per file and segmentation step (pyannote's
+Segmentation and embeddings are computed once per file, segmentation step and embedding stride (pyannote's
 training cache), then every clustering setting reuses them. Prints, per setting, the DER over
 all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
 meetings and over the synthetic conversations, and on how many files the speaker count was
@@ -36,12 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, required=True)
     parser.add_argument("--model", default="pyannote-campplus", help="embedded name or pipeline folder")
     parser.add_argument("--steps", type=float, nargs="+", default=[0.1], help="segmentation steps (fraction of 10 s)")
+    parser.add_argument("--strides", type=int, nargs="+", default=[1], help="embedding strides (chunks; chunk_embeddings.py)")
     parser.add_argument("--shipped", action="store_true", help="only the shipped clustering settings (to compare steps)")
     parser.add_argument("--out", type=Path)
     arguments = parser.parse_args(argv)
 
     import torch
     from pyannote.audio import Pipeline
+
+    torch.set_num_threads(1)  # as the product runs pyannote on CPU (pipeline/cpu_threads.py), for comparable times
 
     from speaker_transcripts.evaluation.scoring import DiarizationTotals, load_manifest
     from speaker_transcripts.models import registry as models
@@ -68,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         return len({turn.speaker for turn in turns if turn.start < SCORED_SECONDS})
 
     rows: list[dict[str, Any]] = []
-    for step in arguments.steps:
+    for step, stride in itertools.product(arguments.steps, arguments.strides):
         pipeline._segmentation.step = step * pipeline._segmentation.duration
+        pipeline.embedding_stride = stride
         for file in files:
             for key in [key for key in file if key.startswith("training_cache")]:
                 del file[key]
@@ -93,16 +97,16 @@ def main(argv: list[str] | None = None) -> int:
                     "reference_speakers": speakers(entry.turns),
                 }
             row = {
-                "step": step, **clustering,
+                "step": step, "stride": stride, **clustering,
                 "meetings_der": totals["meetings"].summary()["der"],
                 "synthetic_der": totals["synthetic"].summary()["der"],
                 "right_count": sum(s["speakers"] == s["reference_speakers"] for s in per_file.values()),
                 "files": per_file,
             }
             rows.append(row)
-            print(f"step {step:.2f} {clustering}: meetings DER {row['meetings_der']:.3f}"
+            print(f"step {step:.2f} stride {stride} {clustering}: meetings DER {row['meetings_der']:.3f}"
                   f"  synthetic DER {row['synthetic_der']:.3f}  count right {row['right_count']}/{len(per_file)}", flush=True)
-        print(f"step {step}: first setting (segmentation + embeddings) and sweep took {seconds:.0f} s", flush=True)
+        print(f"step {step} stride {stride}: first setting (segmentation + embeddings) and sweep took {seconds:.0f} s", flush=True)
     best = min(rows, key=lambda row: row["meetings_der"] + row["synthetic_der"])
     print("best:", json.dumps({key: value for key, value in best.items() if key != "files"}))
     for name, score in best["files"].items():

@@ -90,6 +90,34 @@ def test_trained_embeddings_tell_the_readers_apart(handler):
     assert same > different + 0.3, (same, different)
 
 
+def test_shared_embeddings_run_the_network_on_fewer_chunks_and_find_the_same_speakers(handler, monkeypatch):
+    """The shipped embedding stride against pyannote's every-chunk embeddings, on the sample
+    conversation looped to a minute: the same two readers, nearly the same turns, fewer CAM++ runs."""
+    import torch
+    from pyannote.core import Segment
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    from speaker_transcripts.models.pyannote_pipeline import PIPELINE_OPTIONS
+
+    pipeline = handler.diarization_pipeline
+    model = pipeline._embedding.model_
+    runs = []
+    frames = model.forward_frames
+    monkeypatch.setattr(model, "forward_frames", lambda waveforms: runs.append(1) or frames(waveforms))
+    audio = {"waveform": torch.from_numpy(np.tile(samples_of(SAMPLE), 4))[None], "sample_rate": 16000}
+    assert pipeline.embedding_stride == PIPELINE_OPTIONS["embedding_stride"] > 1
+    found = {}
+    for stride in (1, PIPELINE_OPTIONS["embedding_stride"]):
+        runs.clear()
+        monkeypatch.setattr(pipeline, "embedding_stride", stride)
+        with torch.inference_mode():
+            found[stride] = (pipeline(audio).speaker_diarization, len(runs))
+    (every_chunk, every_runs), (shared, shared_runs) = found.values()
+    assert len(every_chunk.labels()) == len(shared.labels()) == 2
+    assert shared_runs < every_runs * 0.75, (shared_runs, every_runs)
+    assert DiarizationErrorRate()(every_chunk, shared, uem=Segment(0, 58)) < 0.05
+
+
 @pytest.mark.skipif(not (DEV_AUDIO / "manifest.json").is_file(), reason="needs ../shared/dev-audio (the dev conversations)")
 def test_dev_conversation_through_the_handler(handler):
     """The 59-s two-speaker stand-up (synthetic voices, reference turns): 2 speakers found,
