@@ -146,6 +146,19 @@ def _kept_attention(heads: list[int]) -> Callable[..., tuple[Any, Any] | None]:
     return hook
 
 
+def _without_unread_scores(set_return_outputs: Callable[..., Any]) -> Callable[..., Any]:
+    """Whisper's ``_set_return_outputs`` (5.24), then no per-token scores unless a
+    ``logprob_threshold`` will read them (word timestamps switch them on for nothing else)."""
+
+    def wrapped(**arguments: Any) -> Any:
+        result = set_return_outputs(**arguments)
+        if arguments.get("logprob_threshold") is None:
+            arguments["generation_config"].output_scores = False
+        return result
+
+    return wrapped
+
+
 class DraftWhisper(WhisperForConditionalGeneration):
     """An encoder-decoder assistant that drafts with the generic ``generate`` (see module doc)."""
 
@@ -266,7 +279,7 @@ class SpeechRecognizer:
                 "generate_kwargs": generate_kwargs,
             }
             with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop), \
-                    self._alignment_heads_only(config.return_timestamps == "word"):
+                    self._word_timing_slimmed(config.return_timestamps == "word"):
                 if pieces is None:
                     raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
                     chunks = close_timestamps(raw_chunks, duration)
@@ -413,14 +426,15 @@ class SpeechRecognizer:
             handle.remove()
 
     @contextmanager
-    def _alignment_heads_only(self, word_timestamps: bool) -> Iterator[None]:
+    def _word_timing_slimmed(self, word_timestamps: bool) -> Iterator[None]:
         """Word timestamps read the cross-attention of a few alignment heads (whisper-base: 8 of its
-        48), but transformers (5.24) keeps every decoder layer's and head's cross- and
-        self-attention for every token of every piece until the batch ends, then copies them twice
-        more to pick those heads: 6 x 8 x 1500 floats per token of each piece for base, 3 GB for a
-        full batch of 24. While words are timed, each decoder attention hands on only its alignment
-        heads (the others one zero per query) and ``alignment_heads`` is numbered to match; the
-        timestamps are the same (tests/pipeline/test_asr.py)."""
+        48), but transformers (5.24) keeps, for every token of every piece until the batch ends,
+        every decoder layer's and head's cross- and self-attention (6 x 8 x 1500 floats a token for
+        base) and the scores over the whole vocabulary (51,865 floats a token), which only a
+        ``logprob_threshold`` fallback reads (none is passed here): 1.8 GB per 150 tokens of a full
+        batch of 24. While words are timed, each decoder attention hands on only its alignment
+        heads (the others one zero per query, ``alignment_heads`` numbered to match) and no scores
+        are kept; the words and times are the same (tests/pipeline/test_asr.py)."""
         if not word_timestamps or not getattr(self.model.generation_config, "alignment_heads", None):
             yield
             return
@@ -433,9 +447,11 @@ class SpeechRecognizer:
         self.model.generation_config.alignment_heads = [
             [layer, by_layer[int(layer)].index(int(head))] for layer, head in configured
         ]
+        self.model._set_return_outputs = _without_unread_scores(type(self.model)._set_return_outputs)
         try:
             yield
         finally:
+            del self.model._set_return_outputs
             self.model.generation_config.alignment_heads = configured
             for handle in handles:
                 handle.remove()

@@ -137,18 +137,19 @@ def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherit
 
 
 def test_word_timestamps_keep_only_the_alignment_heads_and_time_words_the_same(recognizers, speech, monkeypatch):
-    """Only the alignment heads' cross-attention is kept while words are timed; the words and their
-    times equal those computed from every head's attention."""
+    """Only the alignment heads' cross-attention, and no per-token scores, are kept while words are
+    timed; the words and their times equal those computed from everything transformers keeps."""
     from contextlib import contextmanager
 
     recognizer = recognizers["seq2seq"]
     config = InferenceConfig(return_timestamps="word", language="en")
     model = recognizer.model
-    kept_heads = []
+    kept_heads, kept_scores = [], []
     extract = model._extract_token_timestamps
 
     def recording(generate_outputs, alignment_heads, **kwargs):
         kept_heads.append(sum(layer.shape[1] for layer in generate_outputs.cross_attentions[0]))
+        kept_scores.append(generate_outputs.get("scores") is not None)
         return extract(generate_outputs, alignment_heads, **kwargs)
 
     monkeypatch.setattr(model, "_extract_token_timestamps", recording)
@@ -158,12 +159,13 @@ def test_word_timestamps_keep_only_the_alignment_heads_and_time_words_the_same(r
     def every_head(_self, _word_timestamps):
         yield
 
-    monkeypatch.setattr(type(recognizer), "_alignment_heads_only", every_head)
+    monkeypatch.setattr(type(recognizer), "_word_timing_slimmed", every_head)
     full = recognizer.transcribe(speech.samples, config, speech.duration).chunks
     layers, heads = model.config.decoder_layers, model.config.decoder_attention_heads
     alignment = model.generation_config.alignment_heads
     assert len(alignment) < layers * heads  # otherwise nothing is left out
     assert kept_heads == [len(alignment) + layers - len({layer for layer, _ in alignment}), layers * heads]
+    assert kept_scores == [False, True]
     assert slim == full and len(full) > 1
 
 
