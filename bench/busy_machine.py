@@ -1,6 +1,6 @@
 """Each stage's time alone and beside a CPU-busy process, under OpenMP's passive and active wait policies.
 
-    .venv/bin/python bench/busy_machine.py [AUDIO] [--asr-model whisper-base] [--repeats 1]
+    .venv/bin/python bench/busy_machine.py [AUDIO] [--asr-model whisper-base] [--repeats 1] [--policies default libgomp ACTIVE]
 
 A fresh interpreter per run (libgomp reads ``OMP_WAIT_POLICY`` once, when torch loads it) builds
 the ``Transcriber`` with the embedded models and times three stages: loading the models, ASR
@@ -78,9 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("audio", nargs="?", type=Path, default=SAMPLE)
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--policies", nargs="+", choices=list(POLICY_NAMES.values()), default=list(POLICY_NAMES.values()))
     arguments = parser.parse_args(argv)
     print(f"{'policy':8} {'machine':7} {'load s':>7} {'ASR s':>7} {'diarization s':>14}")
-    for policy in (None, "", "ACTIVE"):
+    for policy in [policy for policy, name in POLICY_NAMES.items() if name in arguments.policies]:
         alone: dict[str, float] = {}
         for busy in (False, True):
             runs = [run_once(arguments.audio, arguments.asr_model, policy, busy) for _ in range(arguments.repeats)]
