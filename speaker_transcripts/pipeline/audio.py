@@ -15,6 +15,7 @@ import io
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -225,16 +226,17 @@ def _resampled(
     """
     resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
     limit = None if max_seconds is None else int(max_seconds * SAMPLING_RATE)
-    pieces, total, source_seconds = [], 0, 0.0
+    # Exact: frame durations summed as floats passed the limit on files exactly as long as it (3 h at 16 kHz refused).
+    pieces, total, source_seconds = [], 0, Fraction(0)
     for frame in chain(frames, [None]):
         if frame is not None:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while its audio was decoded")
             if not _plausible_rate(frame.sample_rate):
                 raise _implausible_rate(frame.sample_rate)
-            source_seconds += frame.samples / frame.sample_rate
+            source_seconds += Fraction(frame.samples, frame.sample_rate)
             if max_seconds is not None and source_seconds > max_seconds:
-                raise _too_long(source_seconds, max_seconds)
+                raise _too_long(float(source_seconds), max_seconds)
         for out in resampler.resample(_mono(frame) if frame is not None else None):
             pieces.append(out.to_ndarray().reshape(-1))
             total += len(pieces[-1])

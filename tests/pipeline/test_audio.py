@@ -159,6 +159,17 @@ def test_audio_over_the_duration_limit_is_refused_in_every_form(speech_wav):
     assert decode_inputs(speech_wav, max_seconds=3).duration == pytest.approx(SPEECH_SECONDS, abs=0.01)
 
 
+@pytest.mark.parametrize("rate", [8000, 16000, 22050, 44100, 48000])
+def test_audio_exactly_as_long_as_the_limit_is_accepted_and_one_sample_more_is_not(rate):
+    """Frame durations summed as floats passed the limit on a file exactly as long as it (a 3-h
+    file against the default 3 h was refused; here 1 s and 7 s at the common rates)."""
+    for seconds in (1, 7):
+        samples = tone(seconds, rate)
+        assert decode_file(pcm_wav(samples, rate), max_seconds=seconds).duration == pytest.approx(seconds, abs=1e-3)
+        with pytest.raises(AudioTooLongError):
+            decode_file(pcm_wav(np.concatenate([samples, samples[:, :1]], axis=1), rate), max_seconds=seconds)
+
+
 def test_duration_limit_holds_when_the_header_understates_the_length():
     """A streamed WAV header (size 0xFFFFFFFF) promises nothing; decoding stops at the limit."""
     data = bytearray(pcm_wav(tone(10.0, 16000), 16000))
