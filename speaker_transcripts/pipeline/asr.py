@@ -259,27 +259,13 @@ class SpeechRecognizer:
         step; when it says yes, ``RequestAbandoned`` ends the work within a step.
         """
         with torch_threads(self.threads):
-            language = config.language
-            generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
-            if self.capabilities.multilingual:
-                language = language or self.detect_language(samples[pieces[0].start :] if pieces else samples)
-                generate_kwargs.update(task=config.task, language=language)
-            else:
-                language = "en"
-            if config.assisted:
-                generate_kwargs["assistant_model"] = self.assistant
-            if config.prompt:
-                generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
-            budget = token_budget(config.chunk_length_s)
-            if budget is not None:
-                generate_kwargs["max_new_tokens"] = budget
-            options = {
-                "batch_size": config.batch_size,
-                "return_timestamps": "word" if config.return_timestamps == "word" else True,
-                "generate_kwargs": generate_kwargs,
-            }
-            with torch.inference_mode(), self._attention_restored(), self._stoppable(should_stop), \
-                    self._word_timing_slimmed(config.return_timestamps == "word"):
+            options, language = self._decoding_options(samples, config, pieces)
+            with (
+                torch.inference_mode(),
+                self._attention_restored(),
+                self._stoppable(should_stop),
+                self._word_timing_slimmed(config.return_timestamps == "word"),
+            ):
                 if pieces is None:
                     raw_chunks = self._decode_chunked(samples, config.chunk_length_s, duration, options, on_progress)
                     chunks = close_timestamps(raw_chunks, duration)
@@ -288,6 +274,32 @@ class SpeechRecognizer:
                 else:
                     chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
+
+    def _decoding_options(
+        self, samples: np.ndarray, config: InferenceConfig, pieces: Sequence[Piece] | None
+    ) -> tuple[dict[str, Any], str]:
+        """The pipeline's options for this request, and the language it decodes in (detected on
+        the first speech when a multilingual model is not told)."""
+        language = config.language
+        generate_kwargs: dict[str, Any] = {"num_beams": config.num_beams, "do_sample": False}
+        if self.capabilities.multilingual:
+            language = language or self.detect_language(samples[pieces[0].start :] if pieces else samples)
+            generate_kwargs.update(task=config.task, language=language)
+        else:
+            language = "en"
+        if config.assisted:
+            generate_kwargs["assistant_model"] = self.assistant
+        if config.prompt:
+            generate_kwargs["prompt_ids"] = self._prompt_ids(config.prompt)
+        budget = token_budget(config.chunk_length_s)
+        if budget is not None:
+            generate_kwargs["max_new_tokens"] = budget
+        options = {
+            "batch_size": config.batch_size,
+            "return_timestamps": "word" if config.return_timestamps == "word" else True,
+            "generate_kwargs": generate_kwargs,
+        }
+        return options, language
 
     def _decode_chunked(
         self,
