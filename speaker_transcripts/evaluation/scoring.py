@@ -68,6 +68,7 @@ class Attribution:
     total: int
     aligned: int
     mapping: dict[str, str] = field(default_factory=dict)  # hypothesis label -> reference speaker
+    right: tuple[bool, ...] = ()  # per reference word: attributed to its speaker (a subset's accuracy, e.g. overlapped turns)
 
     @property
     def accuracy(self) -> float | None:
@@ -90,8 +91,10 @@ def attribution(reference: Sequence[SpeakerWord], hypothesis: Sequence[SpeakerWo
         agreement[hypothesis_speakers.index(hypothesis[hypothesis_index][1]), reference_speakers.index(reference[reference_index][1])] += 1
     rows, columns = linear_sum_assignment(agreement, maximize=True)
     mapping = {hypothesis_speakers[row]: reference_speakers[column] for row, column in zip(rows, columns, strict=True)}
-    correct = sum(mapping.get(hypothesis[h][1]) == reference[r][1] for r, h in pairs)
-    return Attribution(correct, len(reference), len(pairs), mapping)
+    right = [False] * len(reference)
+    for r, h in pairs:
+        right[r] = mapping.get(hypothesis[h][1]) == reference[r][1]
+    return Attribution(sum(right), len(reference), len(pairs), mapping, tuple(right))
 
 
 def named_attribution(reference: Sequence[SpeakerWord], hypothesis: Sequence[SpeakerWord]) -> Attribution:

@@ -43,12 +43,14 @@ def test_attribution_maps_labels_and_counts_right_words():
 
     late_switch = [("hi", "S1"), ("there", "S1"), ("hello", "S1"), ("you", "S0")]
     assert attribution(reference, late_switch).accuracy == 0.75
+    assert attribution(reference, late_switch).right == (True, True, False, True)  # which word, for a subset's score
 
 
 def test_attribution_with_asr_errors_and_one_label_for_two_speakers():
     reference = [("hi", "A"), ("there", "A"), ("hello", "B"), ("you", "B")]
     deleted_word = [("hi", "X"), ("hello", "Y"), ("you", "Y")]  # "there" lost: cannot be right
     assert attribution(reference, deleted_word).correct == 3
+    assert attribution(reference, deleted_word).right == (True, False, True, True)
     one_label = [(word, "X") for word, _ in reference]  # X maps to one speaker only
     assert attribution(reference, one_label).correct == 2
     assert attribution(reference, []).accuracy == 0.0 and attribution([], one_label).accuracy is None
