@@ -82,7 +82,7 @@ def _partners(
             own = active[chunk, first:last, speaker]
             theirs = active[neighbour, first - offset : last - offset]
             union = (own[:, None] | theirs).sum(axis=0)
-            agreement = np.where(union > 0, (own[:, None] & theirs).sum(axis=0) / np.maximum(union, 1), 0.0)
+            agreement = (own[:, None] & theirs).sum(axis=0) / np.maximum(union, 1)  # 0 where neither is active
             candidate = int(np.argmax(agreement))
             if agreement[candidate] >= best_agreement:
                 best, best_agreement = (int(neighbour), candidate), agreement[candidate]

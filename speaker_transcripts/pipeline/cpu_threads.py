@@ -16,7 +16,7 @@ new thread inherited.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import torch
 
@@ -30,3 +30,8 @@ def torch_threads(count: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def one_thread_on_cpu(device: torch.device) -> AbstractContextManager[None]:
+    """One torch thread for a small model's stage when it runs on the CPU; nothing changes on a GPU."""
+    return torch_threads(1) if device.type == "cpu" else nullcontext()

@@ -170,15 +170,15 @@ def diarize(
     import torch
     from pyannote.audio import Pipeline
 
-    from speaker_transcripts.pipeline.cpu_threads import torch_threads
+    from speaker_transcripts.pipeline.cpu_threads import one_thread_on_cpu
 
     waveform = torch.from_numpy(samples).unsqueeze(0)
     options: dict[str, Any] = dict(hints)
     if should_stop is not None and isinstance(pipeline, Pipeline):
         options["hook"] = _stop_hook(should_stop)
     # pyannote on CPU runs on one thread (cpu_threads.py): 2.4x faster on a 10-min file, and Whisper keeps the other core.
-    on_cpu = isinstance(pipeline, Pipeline) and getattr(pipeline, "device", torch.device("cpu")).type == "cpu"
-    with torch.inference_mode(), torch_threads(1) if on_cpu else nullcontext(), warnings.catch_warnings():
+    threads = one_thread_on_cpu(getattr(pipeline, "device", torch.device("cpu"))) if isinstance(pipeline, Pipeline) else nullcontext()
+    with torch.inference_mode(), threads, warnings.catch_warnings():
         # pyannote averages an empty set of embeddings on audio with no speaker: numpy warns, the answer is no turns
         warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
         warnings.filterwarnings("ignore", message="invalid value encountered in divide", category=RuntimeWarning)
@@ -219,9 +219,9 @@ def speaker_embedder(pipeline: DiarizationPipeline) -> Callable[[np.ndarray], np
         import numpy as np
         import torch
 
-        from speaker_transcripts.pipeline.cpu_threads import torch_threads
+        from speaker_transcripts.pipeline.cpu_threads import one_thread_on_cpu
 
-        with torch.inference_mode(), torch_threads(1) if model.device.type == "cpu" else nullcontext():
+        with torch.inference_mode(), one_thread_on_cpu(model.device):
             vectors = model(torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))[None, None])
         return np.asarray(vectors, dtype=np.float32)[0]
 
