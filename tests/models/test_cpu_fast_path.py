@@ -14,7 +14,9 @@ from speaker_transcripts.config import InferenceConfig, ModelSettings
 from speaker_transcripts.models.cpu_fast_path import (
     BFLOAT16,
     INT8_DECODER,
+    PACKED_PROJECTION,
     Bfloat16Projection,
+    PackedProjection,
     bfloat16_supported,
     speed_up_for_cpu,
 )
@@ -52,20 +54,36 @@ def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_l
     assert logits.dtype == torch.float32
 
 
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN")
+
+
+@needs_onednn
 def test_without_bfloat16_the_encoder_and_the_projection_stay_float32(whisper):
-    """An int8 projection cost 5 WER points on an AVX2-only CPU; the decoder layers alone are int8."""
-    assert speed_up_for_cpu(whisper, bfloat16=False) == [INT8_DECODER]
+    """An int8 projection cost 5 WER points on an AVX2-only CPU; the decoder layers alone are int8,
+    and the float32 projection runs through oneDNN with its weight packed: the same logits."""
+    projection = whisper.proj_out
+    embedding = whisper.get_input_embeddings().weight
+    hidden = torch.randn(3, 2, whisper.config.d_model, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        expected = projection(hidden)
+    assert speed_up_for_cpu(whisper, bfloat16=False) == [INT8_DECODER, PACKED_PROJECTION]
     assert {parameter.dtype for parameter in whisper.get_encoder().parameters()} == {torch.float32}
-    assert type(whisper.proj_out) is torch.nn.Linear and whisper.proj_out.weight.dtype == torch.float32
+    assert isinstance(whisper.proj_out, PackedProjection)
+    with torch.inference_mode():
+        logits = whisper.proj_out(hidden)
+    assert logits.dtype == torch.float32 and logits.shape == expected.shape
+    assert torch.allclose(logits, expected, rtol=1e-4, atol=1e-4), "float32 arithmetic, only the kernel differs"
+    assert whisper.get_input_embeddings().weight is embedding, "the token embedding is left as it was"
     layers = [module for name, module in whisper.model.decoder.named_modules() if name]
     assert not any(isinstance(module, torch.nn.Linear) for module in layers), "every decoder layer's linear map is int8"
 
 
+@needs_onednn
 def test_a_decoder_only_assistant_is_quantised_but_for_its_projection(tiny_models):
     assistant = WhisperForCausalLM.from_pretrained(tiny_models["assistant_causal"]).eval()
-    assert speed_up_for_cpu(assistant, bfloat16=False) == [INT8_DECODER]
-    linear = [module for module in assistant.modules() if isinstance(module, torch.nn.Linear)]
-    assert linear == [assistant.proj_out]
+    assert speed_up_for_cpu(assistant, bfloat16=False) == [INT8_DECODER, PACKED_PROJECTION]
+    assert not [module for module in assistant.modules() if isinstance(module, torch.nn.Linear)]
+    assert isinstance(assistant.proj_out, PackedProjection)
 
 
 @pytest.mark.parametrize(("dtype", "precision"), [("auto", INT8_DECODER), ("float32", "float32")])
@@ -82,7 +100,8 @@ def test_assisted_decoding_runs_on_the_fast_path_with_both_models_sped_up(tiny_m
     settings = ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]), device="cpu")
     recognizer = SpeechRecognizer(settings)
     assert any(isinstance(module, DynamicQuantizedLinear) for module in recognizer.assistant.modules())
-    assert isinstance(recognizer.assistant.proj_out, Bfloat16Projection if bfloat16_supported() else torch.nn.Linear)
+    float32_projection = PackedProjection if torch.backends.mkldnn.is_available() else torch.nn.Linear
+    assert isinstance(recognizer.assistant.proj_out, Bfloat16Projection if bfloat16_supported() else float32_projection)
     speech = decode_file(speech_wav)
     config = InferenceConfig(assisted=True, batch_size=1, language="en")
     assisted = recognizer.transcribe(speech.samples, config, speech.duration)
