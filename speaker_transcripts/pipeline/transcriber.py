@@ -105,6 +105,7 @@ class Transcriber:
         self.decoding_policy = DecodingPolicy(self.settings.assisted_max_seconds)
         if self.settings.warmup:
             self.recognizer.warm_up()
+        _return_freed_memory()  # what loading (float16 weights made float32, int8 copies) and the warm-up freed
 
     @property
     def capabilities(self) -> ModelCapabilities:

@@ -421,6 +421,18 @@ def test_freed_memory_goes_back_to_the_system_after_every_request(plain_handler,
     assert handler_module._libc() is not None, "glibc on Linux: the trim really runs there"
 
 
+def test_what_loading_and_the_warm_up_freed_goes_back_to_the_system(tiny_models, monkeypatch):
+    """An idle process kept the heap that loading freed: 1,383 MB resident after loading whisper-base
+    against 1,290 MB trimmed (bench/memory.py)."""
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline import transcriber as handler_module
+    events = []
+    monkeypatch.setattr(handler_module, "_return_freed_memory", lambda: events.append("trim"))
+    monkeypatch.setattr(asr.SpeechRecognizer, "warm_up", lambda self: events.append("warm-up"))
+    Transcriber(ModelSettings.for_repository(str(tiny_models["whisper"])))
+    assert events == ["warm-up", "trim"]
+
+
 def test_an_abandoned_request_stops_pyannote_at_its_next_step(handler, speech_wav):
     """With diarization on, a 504 used to leave the slot busy until pyannote finished (19 s for
     a 5-s deadline); its progress hook now ends the run at the next segmentation or embedding batch."""
