@@ -1,10 +1,16 @@
 """Sweep the embedded diarization pipeline's settings on every manifest entry with an RTTM.
 
     .venv/bin/python bench/tune_diarization.py --manifest ../shared/dev-audio/manifest.json \
-        [--model pyannote-campplus] [--steps 0.1 0.25] [--strides 1 2] [--shipped] [--out tune.json]
+        [--model pyannote-campplus] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] \
+        [--counts hard soft] [--assignments free constrained] [--shipped] [--out tune.json]
 
-Segmentation and embeddings are computed once per file, segmentation step and embedding stride (pyannote's
-training cache), then every clustering setting reuses them. Prints, per setting, the DER over
+Segmentation and embeddings are computed once per file, segmentation step, embedding stride and speech
+bias (pyannote's training cache), then every count, assignment and clustering setting reuses them.
+Variants measured and not shipped (docs/quality.md), kept here so their rows can be repeated:
+``--speech-biases`` lowers the segmentation's non-speech log-probability before its powerset argmax
+(speech made likelier); ``--counts soft`` takes the instantaneous speaker count from the soft powerset
+output (the expected number of voices per frame) instead of the argmax; ``--assignments constrained``
+gives a chunk's speakers to different clusters. Prints, per setting, the DER over
 all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
 meetings and over the synthetic conversations, and on how many files the speaker count was
 right; the best settings go into ``speaker_transcripts/models/pyannote_pipeline.py``.
@@ -20,7 +26,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+from pyannote.audio import Inference
+from pyannote.audio.utils.powerset import Powerset
+from pyannote.core import SlidingWindowFeature
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from speaker_transcripts.models.pyannote_pipeline import PIPELINE_PARAMS, EmbeddedSpeakerDiarization
 
 SCORED_SECONDS = 30.0
 GRID = {  # clustering parameters swept
@@ -37,11 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="pyannote-campplus", help="embedded name or pipeline folder")
     parser.add_argument("--steps", type=float, nargs="+", default=[0.1], help="segmentation steps (fraction of 10 s)")
     parser.add_argument("--strides", type=int, nargs="+", default=[1], help="embedding strides (chunks; chunk_embeddings.py)")
+    parser.add_argument("--speech-biases", type=float, nargs="+", default=[0.0], help="non-speech log-probability lowered by")
+    parser.add_argument("--counts", nargs="+", choices=("hard", "soft"), default=["hard"], help="instantaneous speaker count")
+    parser.add_argument("--assignments", nargs="+", choices=("free", "constrained"), default=["free"])
     parser.add_argument("--shipped", action="store_true", help="only the shipped clustering settings (to compare steps)")
     parser.add_argument("--out", type=Path)
     arguments = parser.parse_args(argv)
 
-    import torch
     from pyannote.audio import Pipeline
 
     torch.set_num_threads(1)  # as the product runs pyannote on CPU (pipeline/cpu_threads.py), for comparable times
@@ -53,15 +68,23 @@ def main(argv: list[str] | None = None) -> int:
 
     entries = [entry for entry in load_manifest(arguments.manifest) if entry.turns and entry.audio.suffix == ".wav"]
     entries = [entry for entry in entries if not entry.name.startswith("short_")]
-    from speaker_transcripts.models.pyannote_pipeline import PIPELINE_PARAMS, EmbeddedSpeakerDiarization
-
     loaded = Pipeline.from_pretrained(models.local_path(arguments.model))
-    pipeline = EmbeddedSpeakerDiarization(
+    pipeline = _CountVariants(
         segmentation=loaded._segmentation.model, embedding=loaded._embedding.model_,
         embedding_exclude_overlap=loaded.embedding_exclude_overlap, embedding_batch_size=loaded.embedding_batch_size,
         segmentation_batch_size=loaded.segmentation_batch_size,
     )
     pipeline.training = True  # keeps segmentation and embeddings in each file dict between settings
+    specifications = pipeline._segmentation.model.specifications
+    pipeline._segmentation.conversion = _HardAndExpected(Powerset(len(specifications.classes), specifications.powerset_max_classes))
+    bias = {"non_speech": 0.0}
+
+    def lower_non_speech(_module: torch.nn.Module, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
+        output = output.clone()
+        output[..., 0] -= bias["non_speech"]  # class 0 of the powerset is "nobody speaks"
+        return output
+
+    pipeline._segmentation.model.register_forward_hook(lower_non_speech)
     files = []
     for entry in entries:
         samples = decode_file(entry.audio.read_bytes(), 3600).samples
@@ -71,9 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         return len({turn.speaker for turn in turns if turn.start < SCORED_SECONDS})
 
     rows: list[dict[str, Any]] = []
-    for step, stride in itertools.product(arguments.steps, arguments.strides):
+    for step, stride, speech_bias in itertools.product(arguments.steps, arguments.strides, arguments.speech_biases):
         pipeline._segmentation.step = step * pipeline._segmentation.duration
         pipeline.embedding_stride = stride
+        bias["non_speech"] = speech_bias
         for file in files:
             for key in [key for key in file if key.startswith("training_cache")]:
                 del file[key]
@@ -81,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         grid = GRID
         if arguments.shipped:
             grid = {name: (value,) for name, value in PIPELINE_PARAMS["clustering"].items()}
-        for values in itertools.product(*grid.values()):
+        for count, assignment, values in itertools.product(arguments.counts, arguments.assignments, itertools.product(*grid.values())):
+            pipeline.soft_count = count == "soft"
+            pipeline.clustering.constrained_assignment = assignment == "constrained"
             clustering = dict(zip(grid, values, strict=True))
             pipeline.instantiate({"segmentation": PIPELINE_PARAMS["segmentation"], "clustering": clustering})
             per_file = {}
@@ -97,16 +123,17 @@ def main(argv: list[str] | None = None) -> int:
                     "reference_speakers": speakers(entry.turns),
                 }
             row = {
-                "step": step, "stride": stride, **clustering,
+                "step": step, "stride": stride, "speech_bias": speech_bias, "count": count, "assignment": assignment, **clustering,
                 "meetings_der": totals["meetings"].summary()["der"],
                 "synthetic_der": totals["synthetic"].summary()["der"],
                 "right_count": sum(s["speakers"] == s["reference_speakers"] for s in per_file.values()),
                 "files": per_file,
             }
             rows.append(row)
-            print(f"step {step:.2f} stride {stride} {clustering}: meetings DER {row['meetings_der']:.3f}"
+            print(f"step {step:.2f} stride {stride} speech bias {speech_bias:g} {count} count {assignment} {clustering}: meetings DER {row['meetings_der']:.3f}"
                   f"  synthetic DER {row['synthetic_der']:.3f}  count right {row['right_count']}/{len(per_file)}", flush=True)
-        print(f"step {step} stride {stride}: first setting (segmentation + embeddings) and sweep took {seconds:.0f} s", flush=True)
+        print(f"step {step} stride {stride} speech bias {speech_bias:g}: first setting (segmentation + embeddings) and sweep "
+              f"took {seconds:.0f} s", flush=True)
     best = min(rows, key=lambda row: row["meetings_der"] + row["synthetic_der"])
     print("best:", json.dumps({key: value for key, value in best.items() if key != "files"}))
     for name, score in best["files"].items():
@@ -115,6 +142,39 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.out:
         arguments.out.write_text(json.dumps(rows, indent=1))
     return 0
+
+
+class _HardAndExpected(torch.nn.Module):
+    """The segmentation's powerset output as pyannote converts it (hard multi-label), plus one more
+    channel: the expected number of voices per frame from the soft output, for ``--counts soft``."""
+
+    def __init__(self, powerset: Powerset) -> None:
+        super().__init__()
+        self.powerset = powerset
+
+    def forward(self, output: torch.Tensor) -> torch.Tensor:
+        expected = self.powerset.to_multilabel(output, soft=True).sum(dim=-1, keepdim=True)
+        return torch.cat([self.powerset.to_multilabel(output), expected], dim=-1)
+
+
+class _CountVariants(EmbeddedSpeakerDiarization):
+    """The shipped pipeline, reading ``_HardAndExpected``'s extra channel: counted from it when
+    ``soft_count``, else as pyannote counts (from the hard segmentation)."""
+
+    soft_count = False
+
+    def get_segmentations(self, file: Any, hook: Any = None) -> SlidingWindowFeature:
+        both = super().get_segmentations(file, hook=hook)
+        self._expected_voices = SlidingWindowFeature(both.data[..., -1:], both.sliding_window)
+        return SlidingWindowFeature(both.data[..., :-1], both.sliding_window)
+
+    def speaker_count(self, binarized: SlidingWindowFeature, frames: Any, warm_up: tuple[float, float] = (0.0, 0.0)) -> SlidingWindowFeature:
+        if not self.soft_count:
+            return super().speaker_count(binarized, frames, warm_up=warm_up)
+        count = Inference.aggregate(Inference.trim(self._expected_voices, warm_up=warm_up), frames,
+                                    hamming=False, missing=0.0, skip_average=False)
+        count.data = np.rint(count.data).astype(np.uint8)
+        return count
 
 
 if __name__ == "__main__":
