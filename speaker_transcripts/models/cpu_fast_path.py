@@ -31,9 +31,10 @@ Where the projection stays float32, it is the largest single matrix the decoder 
 by at every token (51,865 x 512 for base), and torch's ``linear`` (MKL) multiplies the few
 rows of a decoding batch by it slowly on an AMD EPYC (AVX2): 10.4 / 21.7 / 42.9 ms a step for
 1 / 2 / 19 rows, against 6.2 / 5.4 / 12.7 ms through oneDNN with the weight packed for it
-beforehand (``torch.ops.mkldnn._linear_pointwise``), the same float32 arithmetic (outputs within 1e-4). The encoder's and the decoder layers' maps
-gained nothing that way (one-off timings of each shape, docs/performance.md), so only the
-projection is packed; it costs a packed copy of that weight (106 MB for base: 51,865 x 512 floats).
+beforehand (``torch.ops.mkldnn._linear_pointwise``), the same float32 arithmetic (outputs
+within 1e-4). The encoder's and the decoder layers' maps gained nothing that way (one-off
+timings of each shape, docs/performance.md), so only the projection is packed; it costs a
+packed copy of that weight (106 MB for base: 51,865 x 512 floats).
 
 Inputs and outputs of the bfloat16 parts stay float32 (hooks and a wrapper cast them), so
 everything around the model (feature extraction, generation, word alignment from
@@ -50,12 +51,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from speaker_transcripts.config import InferenceConfig
+
 INT8_DECODER = "int8 decoder"
 BFLOAT16 = "bfloat16 encoder and vocabulary projection"
 PACKED_PROJECTION = "oneDNN-packed vocabulary projection"
-# The rows the packed layout is chosen for (oneDNN's hint): a batch of 24 pieces, the CPU default.
+# The rows the packed layout is chosen for (oneDNN's hint): a request's default batch of pieces (24).
 # Packed for 24, it ran 5.9 / 5.6 / 11.6 ms a step for 1 / 2 / 19 rows; packed for one row, 14 / 21 ms for 2 / 19.
-PACKED_FOR_ROWS = 24
+PACKED_FOR_ROWS: int = InferenceConfig.model_fields["batch_size"].default
 
 
 def bfloat16_supported() -> bool:
@@ -112,10 +115,9 @@ class PackedProjection(nn.Module):
 
     def __init__(self, projection: nn.Linear) -> None:
         super().__init__()
-        weight = projection.weight.detach()
-        self.in_features, self.out_features = projection.in_features, projection.out_features  # as nn.Linear has them
+        weight = projection.weight.detach().float().contiguous()
         # An opaque oneDNN tensor derived from the weight, not a parameter: kept out of the state dict.
-        self.packed_weight = torch.ops.mkldnn._reorder_linear_weight(weight.float().contiguous(), PACKED_FOR_ROWS)
+        self.packed_weight = torch.ops.mkldnn._reorder_linear_weight(weight, PACKED_FOR_ROWS)
         self.bias = None if projection.bias is None else projection.bias.detach().float().clone()
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
