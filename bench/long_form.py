@@ -2,7 +2,7 @@
 own sequential long form, on every dev file with text and on a built 10-minute file.
 
     python bench/long_form.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] \
-        [--minutes 10] [--runs 3] [--out bench-results/long-form]
+        [--minutes 10] [--runs 3] [--decoders vad chunked sequential] [--out bench-results/long-form]
 
 Three worker processes, one per decoder, each load the model once; files are handed to them
 in turn (interleaved, ``--runs`` times, median time reported), so load and noise on a shared
@@ -52,6 +52,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--decoders", nargs="+", choices=DECODERS, default=list(DECODERS), help="the rows to run (default: all)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/long-form"))
     parser.add_argument("--worker", choices=DECODERS, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workers = {
         decoder: Worker([sys.executable, __file__, "--worker", decoder, "--asr-model", arguments.asr_model])
-        for decoder in DECODERS
+        for decoder in arguments.decoders
     }
     timings: dict[tuple[str, str], list[float]] = {}
     results: dict[tuple[str, str], dict[str, Any]] = {}
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
     normalise = english_normaliser()
     report: dict[str, Any] = {"long_minutes": files["long"][2] / 60, "inserted_silence_share": silent_share, "decoders": {}}
-    for decoder in DECODERS:
+    for decoder in arguments.decoders:
         per_file = {}
         short_total = None
         for name, (_, text, duration) in files.items():

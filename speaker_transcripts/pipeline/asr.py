@@ -342,7 +342,7 @@ class SpeechRecognizer:
         try:
             for first, last, group_batch in groups:
                 inputs = (
-                    {"raw": samples[piece.start : piece.end], "sampling_rate": SAMPLING_RATE}
+                    {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE}
                     for piece in progress.handing_out(first, last)
                 )
                 results = self.pipeline(inputs, **{**options, "batch_size": group_batch})
@@ -512,7 +512,7 @@ class _PieceProgress:
             return
         self.steps += 1
         batch = self.pieces[self.finished : self.handed]
-        longest = max(piece.end - piece.start for piece in batch) / SAMPLING_RATE
+        longest = max(piece.length for piece in batch) / SAMPLING_RATE
         share = min(self.steps / (EXPECTED_STEPS_PER_S * longest + 1), 0.95)
         start = self.pieces[self.finished - 1].end / SAMPLING_RATE if self.finished else 0.0
         self._report(start + share * (batch[-1].end / SAMPLING_RATE - start))

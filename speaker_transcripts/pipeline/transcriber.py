@@ -53,7 +53,7 @@ from speaker_transcripts.pipeline.diarization import (
     with_overlaps,
     word_speakers,
 )
-from speaker_transcripts.pipeline.long_form import PIECE_PAD_S, Piece, plan_pieces
+from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
 from speaker_transcripts.pipeline.speaker_naming import (
     MAX_REFERENCE_S,
     MIN_REFERENCE_SPEECH_S,
@@ -307,7 +307,8 @@ class Transcriber:
         window = int(config.chunk_length_s * SAMPLING_RATE)
         pad = int(PIECE_PAD_S * SAMPLING_RATE)
         regions = self.speech_gate.speech_regions(samples, config.chunk_length_s - 2 * PIECE_PAD_S)
-        return plan_pieces(regions, len(samples), window, pad) if regions else None
+        max_pause = int(MAX_PAUSE_S * SAMPLING_RATE)
+        return plan_pieces(regions, len(samples), window, pad, max_pause) if regions else None
 
     def _decoding_for(self, config: InferenceConfig, duration: float) -> InferenceConfig:
         """Settle ``assisted="auto"`` with the decoding policy (see ``decoding_policy.py``)."""
