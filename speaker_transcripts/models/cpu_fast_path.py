@@ -45,6 +45,7 @@ deprecation notices are silenced here, where it is called on purpose.
 
 from __future__ import annotations
 
+import gc
 import warnings
 from typing import Any
 
@@ -153,6 +154,10 @@ def _quantize_decoder(model: nn.Module) -> bool:
         warnings.filterwarnings("ignore", message=r".*(torch\.ao\.quantization|quantize_per_channel|quantized tensor).*")
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         quantize_dynamic(model, dict.fromkeys(names, per_channel_dynamic_qconfig), inplace=True)
+    # quantize_dynamic leaves every float32 layer it replaced in a reference cycle (through the
+    # qconfig it attached): 96 MB of whisper-base's decoder, resident until the cyclic collector's
+    # next full pass. Collect now, so start-up's malloc_trim hands that memory back.
+    gc.collect()
     return True
 
 

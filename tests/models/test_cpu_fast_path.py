@@ -3,7 +3,9 @@ pipeline sees float32 as before, and that it is what DTYPE=auto gives on CPU (no
 
 from __future__ import annotations
 
+import gc
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -52,6 +54,18 @@ def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_l
         logits = whisper.proj_out(hidden[:, :3])
     assert hidden.dtype == torch.float32 and torch.allclose(hidden, reference_encoder, atol=0.1)
     assert logits.dtype == torch.float32
+
+
+def test_the_float32_layers_int8_replaces_are_freed_at_once_not_at_the_next_full_collection(whisper):
+    replaced = weakref.ref(whisper.model.decoder.layers[0].fc1)
+    collecting = gc.isenabled()
+    gc.disable()  # only what the fast path collects itself counts
+    try:
+        speed_up_for_cpu(whisper, bfloat16=False)
+        assert replaced() is None, "quantize_dynamic leaves the float32 layers it replaced in reference cycles"
+    finally:
+        if collecting:
+            gc.enable()
 
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN")
