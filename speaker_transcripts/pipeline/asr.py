@@ -43,6 +43,7 @@ from speaker_transcripts.models.cpu_fast_path import speed_up_for_cpu
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
+from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
 from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text
 
 logger = logging.getLogger(__name__)
@@ -340,22 +341,54 @@ class SpeechRecognizer:
         chunks: list[Chunk] = []
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
-            for first, last, group_batch in groups:
-                inputs = (
-                    {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE}
-                    for piece in progress.handing_out(first, last)
-                )
-                results = self.pipeline(inputs, **{**options, "batch_size": group_batch})
-                for piece, result in zip(pieces[first:last], results, strict=True):
-                    decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
-                    chunks.extend(decoded)
-                    for chunk in decoded if on_segment is not None else ():
-                        on_segment(chunk)
-                    progress.piece_done()
+            with self._one_pass_per_piece(pieces, options) as one_pass:
+                for first, last, group_batch in groups:
+                    inputs = (
+                        {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE}
+                        for piece in progress.handing_out(first, last)
+                    )
+                    results = self.pipeline(inputs, **{**one_pass, "batch_size": group_batch})
+                    for piece, result in zip(pieces[first:last], results, strict=True):
+                        decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
+                        chunks.extend(decoded)
+                        for chunk in decoded if on_segment is not None else ():
+                            on_segment(chunk)
+                        progress.piece_done()
         finally:
             if handle is not None:
                 handle.remove()
         return chunks
+
+    @contextmanager
+    def _one_pass_per_piece(self, pieces: Sequence[Piece], options: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The pipeline's options for decoding each piece in one pass (``piece_ending.py``).
+
+        ``FinishEachPiece`` needs each row's audio length, which the pipeline does not pass on:
+        ``generate`` is wrapped to hand it the next inputs' lengths (the pipeline calls it on the
+        pieces in order, a batch at a time). With word timestamps and one pass, transformers'
+        ``segments`` leave out the prompt tokens that ``sequences`` keep, and the pipeline would
+        read them side by side (IndexError); its ``token_timestamps`` cover the sequences, so
+        ``segments`` are dropped from the answer."""
+        finishing = FinishEachPiece(self.model.generation_config)
+        lengths = [piece.length / SAMPLING_RATE for piece in pieces]
+        generate = self.model.generate
+
+        def generate_in_one_pass(*args: Any, **kwargs: Any) -> Any:
+            features = kwargs.get("input_features", args[0] if args else None)
+            rows = 0 if features is None else features.shape[0]
+            finishing.piece_seconds = lengths[:rows]
+            del lengths[:rows]
+            output = generate(*args, **kwargs)
+            if isinstance(output, dict) and "segments" in output and "token_timestamps" in output:
+                output = {key: value for key, value in output.items() if key != "segments"}
+            return output
+
+        self.model.generate = generate_in_one_pass
+        try:
+            generate_kwargs = {**options["generate_kwargs"], "force_unique_generate_call": True, "logits_processor": [finishing]}
+            yield {**options, "generate_kwargs": generate_kwargs}
+        finally:
+            del self.model.generate  # the class's own again
 
     def warm_up(self) -> None:
         """Run every loaded path once on a second of quiet noise: the first real request then

@@ -315,3 +315,36 @@ def test_the_readme_named_speakers_command_runs_as_written(handler):
     )
     assert completed.returncode == 0, completed.stderr
     assert [out.split(":")[0] for out in completed.stdout.splitlines()] == ["Reader A", "Reader B", "Reader A"], completed.stdout
+
+
+@pytest.mark.skipif(not (DEV_AUDIO / "manifest.json").is_file(), reason="needs ../shared/dev-audio (the dev conversations)")
+@pytest.mark.parametrize("timestamps", ["segment", "word"])
+def test_each_piece_is_decoded_in_one_encoder_pass_and_keeps_the_words_of_a_second_one(handler, monkeypatch, timestamps):
+    """On the 59-s stand-up Whisper opens a segment before each piece's end and stops there;
+    transformers then decodes the rest again with a fresh window (4 encoder passes for 2 pieces).
+    Decoded to the end in one pass (``piece_ending.py``): 2 passes, and the words are not fewer."""
+    import contextlib
+
+    from speaker_transcripts.pipeline.asr import SpeechRecognizer
+
+    entry = next(entry for entry in load_manifest(DEV_AUDIO / "manifest.json") if entry.name == "conv01_standup_2spk.wav")
+    passes = []
+    handle = handler.recognizer.model.get_encoder().register_forward_pre_hook(
+        lambda _module, args, kwargs: passes.append((args[0] if args else kwargs["input_features"]).shape[0]), with_kwargs=True
+    )
+    normalise = english_normaliser()
+    words, errors = {}, {}
+    try:
+        for way in ("one pass", "transformers' passes"):
+            if way != "one pass":
+                monkeypatch.setattr(SpeechRecognizer, "_one_pass_per_piece", contextlib.contextmanager(lambda self, pieces, options: (yield options)))
+            passes.clear()
+            result = handler({"inputs": entry.audio.read_bytes(), "parameters": {"diarize": False, "return_timestamps": timestamps}})
+            words[way] = (sum(passes), words_of(result["text"], normalise))
+            errors[way] = word_errors(words_of(entry.text, normalise), words[way][1]).rate
+    finally:
+        handle.remove()
+    (one_pass, one_pass_words), (two_passes, two_pass_words) = words.values()
+    assert one_pass == 2 < two_passes, (one_pass, two_passes)
+    assert len(one_pass_words) >= len(two_pass_words) - 1 and errors["one pass"] <= errors["transformers' passes"] + 0.01, errors
+    assert one_pass_words[-3:] == ["all", "for", "today"]  # the words only the second pass heard, with whisper-base
