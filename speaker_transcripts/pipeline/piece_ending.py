@@ -11,8 +11,9 @@ is nothing past the window to wait for. Where Whisper opens a segment more than
 Whisper writes there and then the segment the second pass would have written; transformers is
 told to make one pass (``force_unique_generate_call``).
 
-The same words either way on the dev files and the 10-min file (`bench/cpu_speed.py`, docs/performance.md),
-and the 1-min conversation's encoder passes went from 4 to 2.
+Measured with whisper-base (docs/performance.md, "Round two, fourth pass"): the 1-min dev conversation
+took 2 encoder passes instead of 4 with the same 147 words, the 10-min benchmark file 14 instead of 17
+with a WER of 8.2 % instead of 8.5 %; the dev files' WER is 7.5 % either way.
 """
 
 from __future__ import annotations
