@@ -20,6 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 from typing import Any
 
@@ -51,10 +52,15 @@ class Piece:
     def end(self) -> int:
         return self.spans[-1][1]
 
+    @cached_property
+    def offsets(self) -> tuple[int, ...]:
+        """Where each span starts on the piece's clock, in samples, and (last) the piece's length."""
+        return tuple(accumulate((end - start for start, end in self.spans), initial=0))
+
     @property
     def length(self) -> int:
         """Samples Whisper hears: the spans' lengths, without the pauses cut out between them."""
-        return sum(end - start for start, end in self.spans)
+        return self.offsets[-1]
 
     def audio(self, samples: np.ndarray) -> np.ndarray:
         if len(self.spans) == 1:
@@ -69,7 +75,7 @@ class Piece:
         is a timestamp that slipped past the cut (a 3-s segment came back 29 s long, across a
         27-s silence), and the chunk stays in the span that holds most of it.
         """
-        offsets = list(accumulate((last - first for first, last in self.spans), initial=0))
+        offsets = self.offsets
         first = self._span_at(offsets, start * sampling_rate, bisect_right)
         last = self._span_at(offsets, end * sampling_rate, bisect_left)
         cut_out = (self.spans[last][0] - offsets[last]) - (self.spans[first][0] - offsets[first])
