@@ -44,6 +44,7 @@ from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
+from speaker_transcripts.pipeline.token_suppression import with_masks_built_once
 from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text
 
 logger = logging.getLogger(__name__)
@@ -198,6 +199,7 @@ class SpeechRecognizer:
         self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
         self.model.get_encoder().register_forward_pre_hook(_without_attention_maps, with_kwargs=True)
         _encoder_kept_on_sdpa(self.model)
+        self.model._retrieve_logit_processors = with_masks_built_once(self.model._retrieve_logit_processors)
         self.processor = processor
         self.pipeline = pipeline(
             "automatic-speech-recognition",
