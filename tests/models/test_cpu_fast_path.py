@@ -17,7 +17,6 @@ from speaker_transcripts.models.cpu_fast_path import (
     BFLOAT16,
     INT8_DECODER,
     PACKED_PROJECTION,
-    Bfloat16Projection,
     PackedProjection,
     bfloat16_supported,
     speed_up_for_cpu,
@@ -35,15 +34,23 @@ def features(model: WhisperForConditionalGeneration) -> torch.Tensor:
     return torch.randn(1, model.config.num_mel_bins, 2 * model.config.max_source_positions, generator=torch.Generator().manual_seed(0))
 
 
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN")
+needs_bfloat16 = pytest.mark.skipif(not bfloat16_supported(), reason="this CPU has no bfloat16 instructions (the fast path keeps float32)")
+
+
+@needs_bfloat16
 def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_layers_int8(whisper):
     reference_encoder = whisper.get_encoder()(features(whisper)).last_hidden_state
     embedding = whisper.get_input_embeddings().weight.detach().clone()
+    hidden_states = torch.randn(3, 2, whisper.config.d_model, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        bfloat16_logits = torch.nn.functional.linear(hidden_states.bfloat16(), whisper.proj_out.weight.bfloat16()).float()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         done = speed_up_for_cpu(whisper, bfloat16=True)
     assert done == [INT8_DECODER, BFLOAT16]
     assert caught == [], "the deprecation notices of torch.ao are silenced where it is called on purpose"
-    assert isinstance(whisper.proj_out, Bfloat16Projection)
+    assert isinstance(whisper.proj_out, PackedProjection) and whisper.proj_out.dtype == torch.bfloat16
     layers = [module for name, module in whisper.model.decoder.named_modules() if name]
     assert not any(isinstance(module, torch.nn.Linear) for module in layers), "every decoder layer's linear map is int8"
     assert any(isinstance(module, DynamicQuantizedLinear) for module in layers)
@@ -52,8 +59,10 @@ def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_l
     with torch.inference_mode():
         hidden = whisper.get_encoder()(features(whisper)).last_hidden_state
         logits = whisper.proj_out(hidden[:, :3])
+        packed_logits = whisper.proj_out(hidden_states)
     assert hidden.dtype == torch.float32 and torch.allclose(hidden, reference_encoder, atol=0.1)
     assert logits.dtype == torch.float32
+    assert torch.allclose(packed_logits, bfloat16_logits, rtol=1e-3, atol=1e-3), "bfloat16 arithmetic, only the kernel differs"
 
 
 def test_the_float32_layers_int8_replaces_are_freed_at_once_not_at_the_next_full_collection(whisper):
@@ -66,9 +75,6 @@ def test_the_float32_layers_int8_replaces_are_freed_at_once_not_at_the_next_full
     finally:
         if collecting:
             gc.enable()
-
-
-needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN")
 
 
 @needs_onednn
@@ -114,8 +120,7 @@ def test_assisted_decoding_runs_on_the_fast_path_with_both_models_sped_up(tiny_m
     settings = ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]), device="cpu")
     recognizer = SpeechRecognizer(settings)
     assert any(isinstance(module, DynamicQuantizedLinear) for module in recognizer.assistant.modules())
-    float32_projection = PackedProjection if torch.backends.mkldnn.is_available() else torch.nn.Linear
-    assert isinstance(recognizer.assistant.proj_out, Bfloat16Projection if bfloat16_supported() else float32_projection)
+    assert isinstance(recognizer.assistant.proj_out, PackedProjection if torch.backends.mkldnn.is_available() else torch.nn.Linear)
     speech = decode_file(speech_wav)
     config = InferenceConfig(assisted=True, batch_size=1, language="en")
     assisted = recognizer.transcribe(speech.samples, config, speech.duration)
