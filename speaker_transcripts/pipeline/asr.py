@@ -39,9 +39,9 @@ from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
 from speaker_transcripts.config import InferenceConfig, ModelCapabilities, ModelSettings, token_budget
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
-from speaker_transcripts.models.cpu_fast_path import speed_up_for_cpu
+from speaker_transcripts.models.cpu_fast_path import encoder_of, speed_up_for_cpu
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
-from speaker_transcripts.pipeline.cpu_threads import torch_threads
+from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
 from speaker_transcripts.pipeline.token_suppression import with_masks_built_once
@@ -177,6 +177,12 @@ class Transcript:
     language: str | None
 
 
+# Rows (pieces x beams) up to which a CPU decoder step runs on one thread. whisper-base, 2 cores, passive
+# OpenMP policy, ms a step on two threads / one: 1 row 26 / 21, 2 rows 36 / 26, 4 rows 47 / 40, 8 rows 69 / 64,
+# 12 rows 81 / 88, 16 rows 86 / 117, 24 rows 151 / 176 (docs/performance.md).
+ONE_THREAD_ROWS = 8
+
+
 class SpeechRecognizer:
     """The Whisper pipeline and optional assistant, built once for the life of the endpoint."""
 
@@ -185,8 +191,9 @@ class SpeechRecognizer:
         self.dtype = getattr(torch, settings.resolved_dtype(self.device))
         token = settings.hf_token.get_secret_value() if settings.hf_token else None
         self.fast_path = settings.cpu_fast_path(self.device)
-        # Whisper wants every core; a thread that first used torch while a one-thread stage ran would
-        # have inherited one (cpu_threads.py), so transcribe states the count it was loaded with.
+        # Whisper's encoder (and a decoder step of many rows) wants every core; a thread that first used torch
+        # while a one-thread stage ran would have inherited one (cpu_threads.py), so transcribe states the count
+        # it was loaded with.
         self.threads = torch.get_num_threads()
         with quiet_loading():
             model = WhisperForConditionalGeneration.from_pretrained(
@@ -210,6 +217,10 @@ class SpeechRecognizer:
             dtype=self.dtype,
         )
         self.assistant = self._load_assistant(settings.assistant_model, token) if settings.assistant_model else None
+        if self.device == "cpu":
+            for encoder in filter(None, (encoder_of(self.model), encoder_of(self.assistant))):
+                on_threads(encoder, lambda *_: self.threads)
+            on_threads(self.model.get_decoder(), self._decoder_threads)
         generation = self.model.generation_config
         self.capabilities = ModelCapabilities(
             multilingual=bool(getattr(generation, "is_multilingual", False)),
@@ -217,6 +228,15 @@ class SpeechRecognizer:
             language_aliases=dict(TO_LANGUAGE_CODE),
             has_assistant=self.assistant is not None,
         )
+
+    def _decoder_threads(self, args: tuple, kwargs: dict[str, Any]) -> int:
+        """Threads for one CPU decoder step: one for a step of up to ``ONE_THREAD_ROWS`` rows, every
+        core above. A small step is many small products, and on two threads each paid a sleeping
+        OpenMP thread's wake-up (the passive policy, cpu_threads.py); one thread also leaves the other
+        core to the diarization running beside it. Large steps share out their larger products."""
+        input_ids = kwargs.get("input_ids", args[0] if args else None)
+        rows = (input_ids if input_ids is not None else kwargs["inputs_embeds"]).shape[0]
+        return 1 if rows <= ONE_THREAD_ROWS else self.threads
 
     def _load_assistant(self, name: str, token: str | None) -> torch.nn.Module:
         config = AutoConfig.from_pretrained(name, token=token)

@@ -6,6 +6,8 @@ the package sets, see ``speaker_transcripts/__init__.py``) pay a wake-up on each
 10-s CAM++ embedding took 0.47-0.61 s on two threads and 0.31 s on one, and diarizing a 10-min
 file 153 s on two and 65 s on one (both measured idle; on one thread, 0.32 s beside a busy
 process too). On one thread such a stage also leaves the other core to Whisper, which runs beside it.
+Whisper's decoder is such a stage too when a step has few rows (``asr.ONE_THREAD_ROWS``); its encoder
+and the steps of large batches are not, and run on every core.
 
 torch keeps the count per OS thread once a thread has used it, but a thread that first uses
 torch later starts from the last count set anywhere. So the count is restored on leaving, and
@@ -15,10 +17,12 @@ new thread inherited.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
 
 import torch
+from torch import nn
 
 
 @contextmanager
@@ -30,6 +34,17 @@ def torch_threads(count: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def on_threads(module: nn.Module, count: Callable[[tuple, dict[str, Any]], int]) -> None:
+    """Run every forward of ``module`` on ``count(args, kwargs)`` torch threads, counted from its
+    inputs (Whisper's decoder: from a step's rows). The count stays set after the call: the caller
+    states its own (``torch_threads``) around the whole stage."""
+
+    def set_threads(_module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
+        torch.set_num_threads(count(args, kwargs))
+
+    module.register_forward_pre_hook(set_threads, with_kwargs=True)
 
 
 def one_thread_on_cpu(device: torch.device) -> AbstractContextManager[None]:

@@ -8,8 +8,9 @@ import torch
 from transformers import WhisperForConditionalGeneration
 
 from speaker_transcripts.config import InferenceConfig, ModelSettings
-from speaker_transcripts.pipeline.asr import DraftWhisper, SpeechRecognizer
+from speaker_transcripts.pipeline.asr import ONE_THREAD_ROWS, DraftWhisper, SpeechRecognizer
 from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.cpu_threads import torch_threads
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +135,39 @@ def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherit
         torch.set_num_threads(loaded_with)
         handle.remove()
     assert seen and set(seen) == {loaded_with}
+
+
+def test_on_the_cpu_small_decoder_steps_run_on_one_thread_large_ones_and_the_encoder_on_all(recognizers):
+    """A step of a few rows is many small products, faster on one thread (asr.ONE_THREAD_ROWS); the
+    encoder and the steps of large batches share out over every thread Whisper was loaded with."""
+    recognizer = recognizers["english"]
+    if recognizer.threads < 2:
+        pytest.skip("one CPU thread: nothing to choose")
+    seen: dict[str, dict[int, set[int]]] = {"encoder": {}, "decoder": {}}
+
+    def record(part: str):
+        def hook(_module, args, kwargs, _output):
+            rows = next(value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)).shape[0]  # batch first
+            seen[part].setdefault(rows, set()).add(torch.get_num_threads())
+
+        return hook
+
+    handles = [
+        recognizer.model.get_encoder().register_forward_hook(record("encoder"), with_kwargs=True),
+        recognizer.model.get_decoder().register_forward_hook(record("decoder"), with_kwargs=True),
+    ]
+    options = {"num_beams": 1, "do_sample": False, "max_new_tokens": 3, "min_new_tokens": 3}
+    try:
+        with torch_threads(1):  # whatever the caller left: the hooks state the counts
+            for rows in (1, ONE_THREAD_ROWS, ONE_THREAD_ROWS + 1):
+                features = torch.cat([random_features(recognizer, seed) for seed in range(rows)])
+                recognizer.model.generate(features, **options)
+    finally:
+        for handle in handles:
+            handle.remove()
+    all_threads = {recognizer.threads}
+    assert seen["encoder"] == {1: all_threads, ONE_THREAD_ROWS: all_threads, ONE_THREAD_ROWS + 1: all_threads}
+    assert seen["decoder"] == {1: {1}, ONE_THREAD_ROWS: {1}, ONE_THREAD_ROWS + 1: all_threads}
 
 
 def test_word_timestamps_keep_only_the_alignment_heads_and_time_words_the_same(recognizers, speech, monkeypatch):
