@@ -41,7 +41,7 @@ from speaker_transcripts.config import InferenceConfig, ModelCapabilities, Model
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.models.cpu_fast_path import encoder_of, speed_up_for_cpu
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
-from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads
+from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads, within_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
 from speaker_transcripts.pipeline.token_suppression import with_masks_built_once
@@ -218,8 +218,9 @@ class SpeechRecognizer:
         )
         self.assistant = self._load_assistant(settings.assistant_model, token) if settings.assistant_model else None
         if self.device == "cpu":
-            for encoder in filter(None, (encoder_of(self.model), encoder_of(self.assistant))):
-                on_threads(encoder, lambda *_: self.threads)
+            for model in filter(None, (self.model, self.assistant)):
+                for part in filter(None, (encoder_of(model), model.get_output_embeddings())):
+                    within_threads(part, self.threads)
             on_threads(self.model.get_decoder(), self._decoder_threads)
         generation = self.model.generation_config
         self.capabilities = ModelCapabilities(
@@ -233,7 +234,8 @@ class SpeechRecognizer:
         """Threads for one CPU decoder step: one for a step of up to ``ONE_THREAD_ROWS`` rows, every
         core above. A small step is many small products, and on two threads each paid a sleeping
         OpenMP thread's wake-up (the passive policy, cpu_threads.py); one thread also leaves the other
-        core to the diarization running beside it. Large steps share out their larger products."""
+        core to the diarization running beside it. Large steps share out their larger products, and
+        the vocabulary projection, one large matrix, runs on every core whatever the rows."""
         input_ids = kwargs.get("input_ids", args[0] if args else None)
         rows = (input_ids if input_ids is not None else kwargs["inputs_embeds"]).shape[0]
         return 1 if rows <= ONE_THREAD_ROWS else self.threads

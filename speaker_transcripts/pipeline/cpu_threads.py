@@ -6,8 +6,8 @@ the package sets, see ``speaker_transcripts/__init__.py``) pay a wake-up on each
 10-s CAM++ embedding took 0.47-0.61 s on two threads and 0.31 s on one, and diarizing a 10-min
 file 153 s on two and 65 s on one (both measured idle; on one thread, 0.32 s beside a busy
 process too). On one thread such a stage also leaves the other core to Whisper, which runs beside it.
-Whisper's decoder is such a stage too when a step has few rows (``asr.ONE_THREAD_ROWS``); its encoder
-and the steps of large batches are not, and run on every core.
+Whisper's decoder is such a stage too when a step has few rows (``asr.ONE_THREAD_ROWS``); its encoder,
+its vocabulary projection (one large matrix) and the steps of large batches are not, and run on every core.
 
 torch keeps the count per OS thread once a thread has used it, but a thread that first uses
 torch later starts from the last count set anywhere. So the count is restored on leaving, and
@@ -45,6 +45,23 @@ def on_threads(module: nn.Module, count: Callable[[tuple, dict[str, Any]], int])
         torch.set_num_threads(count(args, kwargs))
 
     module.register_forward_pre_hook(set_threads, with_kwargs=True)
+
+
+def within_threads(module: nn.Module, count: int) -> None:
+    """Run every forward of ``module`` on ``count`` torch threads and put back the count it found
+    afterwards: a large product (Whisper's encoder, its vocabulary projection) inside a loop of
+    small ones that runs on fewer."""
+    found: list[int] = []
+
+    def enter(*_: Any) -> None:
+        found.append(torch.get_num_threads())
+        torch.set_num_threads(count)
+
+    def leave(*_: Any) -> None:
+        torch.set_num_threads(found.pop())
+
+    module.register_forward_pre_hook(enter)
+    module.register_forward_hook(leave, always_call=True)
 
 
 def one_thread_on_cpu(device: torch.device) -> AbstractContextManager[None]:

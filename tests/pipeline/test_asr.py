@@ -122,7 +122,7 @@ def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherit
 
     recognizer = recognizers["english"]
     seen = []
-    handle = recognizer.model.get_encoder().register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    handle = recognizer.model.get_encoder().register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
     loaded_with = recognizer.threads
     if loaded_with < 2:
         pytest.skip("one CPU thread: nothing to lose")
@@ -137,24 +137,27 @@ def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherit
     assert seen and set(seen) == {loaded_with}
 
 
-def test_on_the_cpu_small_decoder_steps_run_on_one_thread_large_ones_and_the_encoder_on_all(recognizers):
+def test_on_the_cpu_small_decoder_steps_run_on_one_thread_large_ones_the_encoder_and_projection_on_all(recognizers):
     """A step of a few rows is many small products, faster on one thread (asr.ONE_THREAD_ROWS); the
-    encoder and the steps of large batches share out over every thread Whisper was loaded with."""
+    encoder, the vocabulary projection and the steps of large batches share out over every thread
+    Whisper was loaded with, and the loop goes back to the step's count after the projection."""
     recognizer = recognizers["english"]
     if recognizer.threads < 2:
         pytest.skip("one CPU thread: nothing to choose")
-    seen: dict[str, dict[int, set[int]]] = {"encoder": {}, "decoder": {}}
+    seen: dict[str, dict[int, set[int]]] = {"encoder": {}, "decoder": {}, "projection": {}, "after projection": {}}
 
-    def record(part: str):
-        def hook(_module, args, kwargs, _output):
+    def record(part: str):  # as a pre-hook: what the forward runs on; as a hook: what follows it
+        def hook(_module, args, kwargs, *_output):
             rows = next(value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)).shape[0]  # batch first
             seen[part].setdefault(rows, set()).add(torch.get_num_threads())
 
         return hook
 
     handles = [
-        recognizer.model.get_encoder().register_forward_hook(record("encoder"), with_kwargs=True),
-        recognizer.model.get_decoder().register_forward_hook(record("decoder"), with_kwargs=True),
+        recognizer.model.get_encoder().register_forward_pre_hook(record("encoder"), with_kwargs=True),
+        recognizer.model.get_decoder().register_forward_pre_hook(record("decoder"), with_kwargs=True),
+        recognizer.model.get_output_embeddings().register_forward_pre_hook(record("projection"), with_kwargs=True),
+        recognizer.model.register_forward_hook(record("after projection"), with_kwargs=True),
     ]
     options = {"num_beams": 1, "do_sample": False, "max_new_tokens": 3, "min_new_tokens": 3}
     try:
@@ -168,6 +171,8 @@ def test_on_the_cpu_small_decoder_steps_run_on_one_thread_large_ones_and_the_enc
     all_threads = {recognizer.threads}
     assert seen["encoder"] == {1: all_threads, ONE_THREAD_ROWS: all_threads, ONE_THREAD_ROWS + 1: all_threads}
     assert seen["decoder"] == {1: {1}, ONE_THREAD_ROWS: {1}, ONE_THREAD_ROWS + 1: all_threads}
+    assert seen["projection"] == {1: all_threads, ONE_THREAD_ROWS: all_threads, ONE_THREAD_ROWS + 1: all_threads}
+    assert seen["after projection"] == seen["decoder"]
 
 
 def test_word_timestamps_keep_only_the_alignment_heads_and_time_words_the_same(recognizers, speech, monkeypatch):

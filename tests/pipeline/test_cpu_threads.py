@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 import torch
 from pyannote.audio import Pipeline
 from pyannote.core import Annotation, Segment
 
-from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads
+from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads, within_threads
 from speaker_transcripts.pipeline.diarization import diarize
 
 
@@ -40,6 +41,28 @@ def test_a_module_runs_each_call_on_the_count_its_inputs_ask_for():
         module(torch.zeros(5))
         module(torch.zeros(1))
     assert seen == [1, 3, 1]
+
+
+class _Failing(torch.nn.Module):
+    def forward(self, value: torch.Tensor) -> torch.Tensor:
+        if value.sum() < 0:
+            raise ValueError("refused")
+        self.threads_seen = torch.get_num_threads()
+        return value
+
+
+def test_a_large_product_runs_on_its_count_and_the_count_it_found_comes_back_even_when_it_fails():
+    module = _Failing()
+    within_threads(module, 3)
+    with torch_threads(1):
+        module(torch.ones(1))
+        assert module.threads_seen == 3 and torch.get_num_threads() == 1
+        with pytest.raises(ValueError):
+            module(-torch.ones(1))
+        assert torch.get_num_threads() == 1
+        with torch_threads(2):
+            module(torch.ones(1))
+            assert torch.get_num_threads() == 2
 
 
 class _CountingPipeline(Pipeline):
