@@ -41,7 +41,7 @@ from speaker_transcripts.config import InferenceConfig, ModelCapabilities, Model
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.models.cpu_fast_path import encoder_of, speed_up_for_cpu
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
-from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads, within_threads
+from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
 from speaker_transcripts.pipeline.token_suppression import with_masks_built_once
@@ -126,6 +126,17 @@ def _encoder_kept_on_sdpa(model: WhisperForConditionalGeneration) -> None:
         layer.self_attn.config = own
 
 
+def _large_products(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The parts of a Whisper (or a decoder-only assistant) whose work is large at any batch size, which
+    the CPU shares out over every core while the rest of the decoding loop runs on one: the encoder, the
+    decoder's cross-attention (each step reads the keys and values of 1,500 encoder frames a row: 72 MB a
+    step for 2 rows of whisper-base) and the vocabulary projection (51,865 x 512). The 1-min conversation,
+    alternating in one process: the projection on every core 3.96 -> 3.46 s, the cross-attention too
+    3.49 -> 3.18 s (medians), the same text."""
+    cross_attention = [layer.encoder_attn for layer in model.get_decoder().layers]
+    return [part for part in (encoder_of(model), *cross_attention, model.get_output_embeddings()) if part is not None]
+
+
 def _alignment_heads(model: WhisperForConditionalGeneration) -> dict[int, list[int]]:
     """The decoder's alignment heads (the checkpoint's ``alignment_heads``), by layer."""
     by_layer: dict[int, list[int]] = {}
@@ -177,12 +188,6 @@ class Transcript:
     language: str | None
 
 
-# Rows (pieces x beams) up to which a CPU decoder step runs on one thread. whisper-base, 2 cores, passive
-# OpenMP policy, ms a step on two threads / one: 1 row 26 / 21, 2 rows 36 / 26, 4 rows 47 / 40, 8 rows 69 / 64,
-# 12 rows 81 / 88, 16 rows 86 / 117, 24 rows 151 / 176 (docs/performance.md).
-ONE_THREAD_ROWS = 8
-
-
 class SpeechRecognizer:
     """The Whisper pipeline and optional assistant, built once for the life of the endpoint."""
 
@@ -191,9 +196,8 @@ class SpeechRecognizer:
         self.dtype = getattr(torch, settings.resolved_dtype(self.device))
         token = settings.hf_token.get_secret_value() if settings.hf_token else None
         self.fast_path = settings.cpu_fast_path(self.device)
-        # Whisper's encoder (and a decoder step of many rows) wants every core; a thread that first used torch
-        # while a one-thread stage ran would have inherited one (cpu_threads.py), so transcribe states the count
-        # it was loaded with.
+        # Whisper's large products want every core; a thread that first used torch while a one-thread stage ran
+        # would have inherited one (cpu_threads.py), so they state the count Whisper was loaded with.
         self.threads = torch.get_num_threads()
         with quiet_loading():
             model = WhisperForConditionalGeneration.from_pretrained(
@@ -217,11 +221,16 @@ class SpeechRecognizer:
             dtype=self.dtype,
         )
         self.assistant = self._load_assistant(settings.assistant_model, token) if settings.assistant_model else None
-        if self.device == "cpu":
+        # On the CPU the decoding loop runs on one thread and its large products on every core: a step is
+        # otherwise many small products, each of which paid a sleeping OpenMP thread's wake-up on two (the
+        # passive policy, cpu_threads.py). whisper-base, 2 cores, ms a step for 2 / 8 / 24 rows: 25.8 / 45.2 /
+        # 120.7 with the loop on two threads, 20.5 / 43.9 / 111.1 so (bench/decoder_threads.py); one thread
+        # also leaves the other core to the diarization running beside it.
+        self.loop_threads = 1 if self.device == "cpu" else self.threads
+        if self.loop_threads != self.threads:
             for model in filter(None, (self.model, self.assistant)):
-                for part in filter(None, (encoder_of(model), model.get_output_embeddings())):
+                for part in _large_products(model):
                     within_threads(part, self.threads)
-            on_threads(self.model.get_decoder(), self._decoder_threads)
         generation = self.model.generation_config
         self.capabilities = ModelCapabilities(
             multilingual=bool(getattr(generation, "is_multilingual", False)),
@@ -229,16 +238,6 @@ class SpeechRecognizer:
             language_aliases=dict(TO_LANGUAGE_CODE),
             has_assistant=self.assistant is not None,
         )
-
-    def _decoder_threads(self, args: tuple, kwargs: dict[str, Any]) -> int:
-        """Threads for one CPU decoder step: one for a step of up to ``ONE_THREAD_ROWS`` rows, every
-        core above. A small step is many small products, and on two threads each paid a sleeping
-        OpenMP thread's wake-up (the passive policy, cpu_threads.py); one thread also leaves the other
-        core to the diarization running beside it. Large steps share out their larger products, and
-        the vocabulary projection, one large matrix, runs on every core whatever the rows."""
-        input_ids = kwargs.get("input_ids", args[0] if args else None)
-        rows = (input_ids if input_ids is not None else kwargs["inputs_embeds"]).shape[0]
-        return 1 if rows <= ONE_THREAD_ROWS else self.threads
 
     def _load_assistant(self, name: str, token: str | None) -> torch.nn.Module:
         config = AutoConfig.from_pretrained(name, token=token)
@@ -283,7 +282,7 @@ class SpeechRecognizer:
         pipeline only hands chunks over at the end). ``should_stop`` is asked at every decoder
         step; when it says yes, ``RequestAbandoned`` ends the work within a step.
         """
-        with torch_threads(self.threads):
+        with torch_threads(self.loop_threads):
             options, language = self._decoding_options(samples, config, pieces)
             with (
                 torch.inference_mode(),

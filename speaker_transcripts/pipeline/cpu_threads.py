@@ -6,18 +6,18 @@ the package sets, see ``speaker_transcripts/__init__.py``) pay a wake-up on each
 10-s CAM++ embedding took 0.47-0.61 s on two threads and 0.31 s on one, and diarizing a 10-min
 file 153 s on two and 65 s on one (both measured idle; on one thread, 0.32 s beside a busy
 process too). On one thread such a stage also leaves the other core to Whisper, which runs beside it.
-Whisper's decoder is such a stage too when a step has few rows (``asr.ONE_THREAD_ROWS``); its encoder,
-its vocabulary projection (one large matrix) and the steps of large batches are not, and run on every core.
+Whisper's decoding loop is such a stage too; its large products (the encoder, the cross-attention, the
+vocabulary projection: ``asr._large_products``) are not, and run on every core inside it.
 
 torch keeps the count per OS thread once a thread has used it, but a thread that first uses
 torch later starts from the last count set anywhere. So the count is restored on leaving, and
-the stage that wants every core (Whisper) states its own count rather than trusting what a
-new thread inherited.
+the parts that want every core (Whisper's large products) state their own count rather than
+trusting what a new thread inherited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -34,17 +34,6 @@ def torch_threads(count: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def on_threads(module: nn.Module, count: Callable[[tuple, dict[str, Any]], int]) -> None:
-    """Run every forward of ``module`` on ``count(args, kwargs)`` torch threads, counted from its
-    inputs (Whisper's decoder: from a step's rows). The count stays set after the call: the caller
-    states its own (``torch_threads``) around the whole stage."""
-
-    def set_threads(_module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
-        torch.set_num_threads(count(args, kwargs))
-
-    module.register_forward_pre_hook(set_threads, with_kwargs=True)
 
 
 def within_threads(module: nn.Module, count: int) -> None:

@@ -8,9 +8,8 @@ import torch
 from transformers import WhisperForConditionalGeneration
 
 from speaker_transcripts.config import InferenceConfig, ModelSettings
-from speaker_transcripts.pipeline.asr import ONE_THREAD_ROWS, DraftWhisper, SpeechRecognizer
+from speaker_transcripts.pipeline.asr import DraftWhisper, SpeechRecognizer
 from speaker_transcripts.pipeline.audio import decode_file
-from speaker_transcripts.pipeline.cpu_threads import torch_threads
 
 
 @pytest.fixture(scope="module")
@@ -115,17 +114,33 @@ def test_word_timestamps_leave_sdpa_attention_in_place(recognizers, speech):
     assert recognizer.model.config._attn_implementation == "sdpa"
 
 
-def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherited_one(recognizers, speech):
-    """A thread that first uses torch while a one-thread stage runs elsewhere starts on one thread
-    (cpu_threads.py); Whisper must not then run on one core for the rest of that thread's life."""
+def test_on_the_cpu_the_decoding_loop_runs_on_one_thread_and_its_large_products_on_all(recognizers, speech):
+    """A decoder step is many small products, faster on one thread; the encoder, the cross-attention and
+    the vocabulary projection share out over every thread Whisper was loaded with, and the loop goes back
+    to one after each. Also on a thread that first uses torch while a one-thread stage runs elsewhere, and
+    so starts on one thread (cpu_threads.py): the large products must not then run on one core."""
     import threading
 
     recognizer = recognizers["english"]
-    seen = []
-    handle = recognizer.model.get_encoder().register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    if recognizer.threads < 2:
+        pytest.skip("one CPU thread: nothing to choose")
+    assert recognizer.loop_threads == 1
+    decoder = recognizer.model.get_decoder()
+    parts = {
+        "encoder": recognizer.model.get_encoder(),
+        "decoder": decoder,
+        "cross-attention": decoder.layers[0].encoder_attn,
+        "self-attention after it": decoder.layers[-1].self_attn,
+        "projection": recognizer.model.get_output_embeddings(),
+    }
+    seen: dict[str, set[int]] = {name: set() for name in [*parts, "after the projection"]}
+
+    def record(name: str):
+        return lambda *_: seen[name].add(torch.get_num_threads())
+
+    handles = [part.register_forward_pre_hook(record(name)) for name, part in parts.items()]
+    handles.append(recognizer.model.register_forward_hook(record("after the projection")))
     loaded_with = recognizer.threads
-    if loaded_with < 2:
-        pytest.skip("one CPU thread: nothing to lose")
     try:
         torch.set_num_threads(1)  # the count a fresh thread inherits now
         thread = threading.Thread(target=recognizer.transcribe, args=(speech.samples, InferenceConfig(), speech.duration))
@@ -133,46 +148,10 @@ def test_whisper_runs_on_the_threads_it_was_loaded_with_on_a_thread_that_inherit
         thread.join()
     finally:
         torch.set_num_threads(loaded_with)
-        handle.remove()
-    assert seen and set(seen) == {loaded_with}
-
-
-def test_on_the_cpu_small_decoder_steps_run_on_one_thread_large_ones_the_encoder_and_projection_on_all(recognizers):
-    """A step of a few rows is many small products, faster on one thread (asr.ONE_THREAD_ROWS); the
-    encoder, the vocabulary projection and the steps of large batches share out over every thread
-    Whisper was loaded with, and the loop goes back to the step's count after the projection."""
-    recognizer = recognizers["english"]
-    if recognizer.threads < 2:
-        pytest.skip("one CPU thread: nothing to choose")
-    seen: dict[str, dict[int, set[int]]] = {"encoder": {}, "decoder": {}, "projection": {}, "after projection": {}}
-
-    def record(part: str):  # as a pre-hook: what the forward runs on; as a hook: what follows it
-        def hook(_module, args, kwargs, *_output):
-            rows = next(value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)).shape[0]  # batch first
-            seen[part].setdefault(rows, set()).add(torch.get_num_threads())
-
-        return hook
-
-    handles = [
-        recognizer.model.get_encoder().register_forward_pre_hook(record("encoder"), with_kwargs=True),
-        recognizer.model.get_decoder().register_forward_pre_hook(record("decoder"), with_kwargs=True),
-        recognizer.model.get_output_embeddings().register_forward_pre_hook(record("projection"), with_kwargs=True),
-        recognizer.model.register_forward_hook(record("after projection"), with_kwargs=True),
-    ]
-    options = {"num_beams": 1, "do_sample": False, "max_new_tokens": 3, "min_new_tokens": 3}
-    try:
-        with torch_threads(1):  # whatever the caller left: the hooks state the counts
-            for rows in (1, ONE_THREAD_ROWS, ONE_THREAD_ROWS + 1):
-                features = torch.cat([random_features(recognizer, seed) for seed in range(rows)])
-                recognizer.model.generate(features, **options)
-    finally:
         for handle in handles:
             handle.remove()
-    all_threads = {recognizer.threads}
-    assert seen["encoder"] == {1: all_threads, ONE_THREAD_ROWS: all_threads, ONE_THREAD_ROWS + 1: all_threads}
-    assert seen["decoder"] == {1: {1}, ONE_THREAD_ROWS: {1}, ONE_THREAD_ROWS + 1: all_threads}
-    assert seen["projection"] == {1: all_threads, ONE_THREAD_ROWS: all_threads, ONE_THREAD_ROWS + 1: all_threads}
-    assert seen["after projection"] == seen["decoder"]
+    assert seen["encoder"] == seen["cross-attention"] == seen["projection"] == {loaded_with}
+    assert seen["decoder"] == seen["self-attention after it"] == seen["after the projection"] == {1}
 
 
 def test_word_timestamps_keep_only_the_alignment_heads_and_time_words_the_same(recognizers, speech, monkeypatch):

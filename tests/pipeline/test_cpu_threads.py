@@ -10,7 +10,7 @@ import torch
 from pyannote.audio import Pipeline
 from pyannote.core import Annotation, Segment
 
-from speaker_transcripts.pipeline.cpu_threads import on_threads, torch_threads, within_threads
+from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
 from speaker_transcripts.pipeline.diarization import diarize
 
 
@@ -29,18 +29,6 @@ def test_the_count_is_restored_for_this_thread_and_for_threads_started_later():
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
     assert _in_new_thread(torch.get_num_threads) == before
-
-
-def test_a_module_runs_each_call_on_the_count_its_inputs_ask_for():
-    module = torch.nn.Identity()
-    seen = []
-    on_threads(module, lambda args, kwargs: 1 if args[0].shape[0] <= 2 else 3)
-    module.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
-    with torch_threads(2):
-        module(torch.zeros(2))
-        module(torch.zeros(5))
-        module(torch.zeros(1))
-    assert seen == [1, 3, 1]
 
 
 class _Failing(torch.nn.Module):
