@@ -1,14 +1,15 @@
 """Sweep the embedded diarization pipeline's settings on every manifest entry with an RTTM.
 
     .venv/bin/python bench/tune_diarization.py --manifest ../shared/dev-audio/manifest.json \
-        [--model pyannote-campplus] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] \
+        [--model pyannote-campplus] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] [--overlap-biases 0 1] \
         [--counts hard soft] [--assignments free constrained] [--shipped] [--out tune.json]
 
 Segmentation and embeddings are computed once per file, segmentation step, embedding stride and speech
 bias (pyannote's training cache), then every count, assignment and clustering setting reuses them.
 Variants measured and not shipped (docs/quality.md), kept here so their rows can be repeated:
 ``--speech-biases`` lowers the segmentation's non-speech log-probability before its powerset argmax
-(speech made likelier); ``--counts soft`` takes the instantaneous speaker count from the soft powerset
+(speech made likelier); ``--overlap-biases`` raises the log-probabilities of its two-voice classes
+(overlap made likelier); ``--counts soft`` takes the instantaneous speaker count from the soft powerset
 output (the expected number of voices per frame) instead of the argmax; ``--assignments constrained``
 gives a chunk's speakers to different clusters. Prints, per setting, the DER over
 all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=float, nargs="+", default=[0.1], help="segmentation steps (fraction of 10 s)")
     parser.add_argument("--strides", type=int, nargs="+", default=[1], help="embedding strides (chunks; chunk_embeddings.py)")
     parser.add_argument("--speech-biases", type=float, nargs="+", default=[0.0], help="non-speech log-probability lowered by")
+    parser.add_argument("--overlap-biases", type=float, nargs="+", default=[0.0], help="two-voice log-probabilities raised by")
     parser.add_argument("--counts", nargs="+", choices=("hard", "soft"), default=["hard"], help="instantaneous speaker count")
     parser.add_argument("--assignments", nargs="+", choices=("free", "constrained"), default=["free"])
     parser.add_argument("--shipped", action="store_true", help="only the shipped clustering settings (to compare steps)")
@@ -76,15 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     pipeline.training = True  # keeps segmentation and embeddings in each file dict between settings
     specifications = pipeline._segmentation.model.specifications
-    pipeline._segmentation.conversion = _HardAndExpected(Powerset(len(specifications.classes), specifications.powerset_max_classes))
-    bias = {"non_speech": 0.0}
+    powerset = Powerset(len(specifications.classes), specifications.powerset_max_classes)
+    pipeline._segmentation.conversion = _HardAndExpected(powerset)
+    overlapping = powerset.mapping.sum(dim=1) > 1  # the powerset classes where several voices speak
+    bias = {"non_speech": 0.0, "overlap": 0.0}
 
-    def lower_non_speech(_module: torch.nn.Module, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
+    def bias_powerset(_module: torch.nn.Module, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
         output = output.clone()
         output[..., 0] -= bias["non_speech"]  # class 0 of the powerset is "nobody speaks"
+        output[..., overlapping] += bias["overlap"]
         return output
 
-    pipeline._segmentation.model.register_forward_hook(lower_non_speech)
+    pipeline._segmentation.model.register_forward_hook(bias_powerset)
     files = []
     for entry in entries:
         samples = decode_file(entry.audio.read_bytes(), 3600).samples
@@ -94,10 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         return len({turn.speaker for turn in turns if turn.start < SCORED_SECONDS})
 
     rows: list[dict[str, Any]] = []
-    for step, stride, speech_bias in itertools.product(arguments.steps, arguments.strides, arguments.speech_biases):
+    settings = itertools.product(arguments.steps, arguments.strides, arguments.speech_biases, arguments.overlap_biases)
+    for step, stride, speech_bias, overlap_bias in settings:
         pipeline._segmentation.step = step * pipeline._segmentation.duration
         pipeline.embedding_stride = stride
-        bias["non_speech"] = speech_bias
+        bias["non_speech"], bias["overlap"] = speech_bias, overlap_bias
         for file in files:
             for key in [key for key in file if key.startswith("training_cache")]:
                 del file[key]
@@ -123,16 +129,16 @@ def main(argv: list[str] | None = None) -> int:
                     "reference_speakers": speakers(entry.turns),
                 }
             row = {
-                "step": step, "stride": stride, "speech_bias": speech_bias, "count": count, "assignment": assignment, **clustering,
+                "step": step, "stride": stride, "speech_bias": speech_bias, "overlap_bias": overlap_bias, "count": count, "assignment": assignment, **clustering,
                 "meetings_der": totals["meetings"].summary()["der"],
                 "synthetic_der": totals["synthetic"].summary()["der"],
                 "right_count": sum(s["speakers"] == s["reference_speakers"] for s in per_file.values()),
                 "files": per_file,
             }
             rows.append(row)
-            print(f"step {step:.2f} stride {stride} speech bias {speech_bias:g} {count} count {assignment} {clustering}: meetings DER {row['meetings_der']:.3f}"
+            print(f"step {step:.2f} stride {stride} speech bias {speech_bias:g} overlap bias {overlap_bias:g} {count} count {assignment} {clustering}: meetings DER {row['meetings_der']:.3f}"
                   f"  synthetic DER {row['synthetic_der']:.3f}  count right {row['right_count']}/{len(per_file)}", flush=True)
-        print(f"step {step} stride {stride} speech bias {speech_bias:g}: first setting (segmentation + embeddings) and sweep "
+        print(f"step {step} stride {stride} speech bias {speech_bias:g} overlap bias {overlap_bias:g}: first setting (segmentation + embeddings) and sweep "
               f"took {seconds:.0f} s", flush=True)
     best = min(rows, key=lambda row: row["meetings_der"] + row["synthetic_der"])
     print("best:", json.dumps({key: value for key, value in best.items() if key != "files"}))
