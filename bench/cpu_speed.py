@@ -3,7 +3,7 @@ transformers pipeline, on the same Whisper weights and audio, with and without d
 
     python bench/cpu_speed.py --fw-python /path/to/venv-with-faster-whisper/bin/python \
         [--asr-model whisper-base] [--manifest ../shared/dev-audio/manifest.json] [--minutes 10] \
-        [--runs 3] [--systems ours fw-int8-batched ...] [--out bench-results/cpu-speed]
+        [--runs 3] [--systems ours fw-int8-batched ...] [--fw-wait-policy passive] [--out bench-results/cpu-speed]
 
 faster-whisper is not a dependency of this project: give the benchmark a Python that has it
 (``python -m venv fw && fw/bin/pip install faster-whisper``, or, for the ``whisperx-style`` row,
@@ -12,6 +12,12 @@ weights converted with ``ctranslate2``'s converter (a dev dependency), so every 
 with the same weights. Each system is a worker process that loads its model once; every file is
 handed to the systems in turn (interleaved), ``--runs`` times, and the median time is reported,
 so noise on a shared machine falls on all alike; each worker's peak RSS is its own.
+
+OpenMP's wait policy: this project's workers run with the passive policy the package sets (see
+``speaker_transcripts/__init__.py``); the faster-whisper workers (CTranslate2 ships its own libgomp) run
+with the same by default (``--fw-wait-policy passive``, every earlier row), or with OpenMP's own
+default (``--fw-wait-policy default``: idle threads spin a while before they sleep), which is what a
+faster-whisper user gets who sets nothing: faster on an idle machine, far slower beside a busy process.
 
 Systems (all greedy, English given, segment timestamps, the machine's threads):
 
@@ -77,6 +83,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the rows to run (default: all)")
+    parser.add_argument("--fw-wait-policy", choices=("passive", "default"), default="passive",
+                        help="OpenMP wait policy of the faster-whisper workers: ours (passive) or OpenMP's own default")
     parser.add_argument("--out", type=Path, default=Path("bench-results/cpu-speed"))
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--model-path", type=Path, help=argparse.SUPPRESS)
@@ -229,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     files, _ = benchmark_files(arguments.manifest, arguments.out, arguments.minutes)
 
     commands: dict[str, list[str]] = {}
+    environments: dict[str, dict[str, str]] = {}
     for system in arguments.systems:
         base = ["--worker", system, "--asr-model", arguments.asr_model]
         if system in FASTER_WHISPER:
@@ -236,9 +245,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             ct2 = ct2_conversion(model_folder, arguments.out / f"ct2-{Path(arguments.asr_model).name}")
             commands[system] = [str(arguments.fw_python), __file__, *base, "--model-path", str(ct2)]
+            environments[system] = _openmp_environment(arguments.fw_wait_policy)
         else:
             commands[system] = [sys.executable, __file__, *base, "--model-path", str(model_folder)]
-    workers = {system: Worker(command) for system, command in commands.items()}
+    workers = {system: Worker(command, environments.get(system)) for system, command in commands.items()}
     diarized_files = {SHORT_CLIP, CONVERSATION, "long"}
     timings: dict[tuple[str, str], list[dict[str, float]]] = {}
     texts: dict[tuple[str, str], str] = {}
@@ -261,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             worker.close()
 
     normalise = english_normaliser()
-    report: dict[str, Any] = {"long_minutes": files["long"][2] / 60, "runs": arguments.runs, "systems": {}}
+    report: dict[str, Any] = {"long_minutes": files["long"][2] / 60, "runs": arguments.runs,
+                              "fw_wait_policy": arguments.fw_wait_policy, "systems": {}}
     for system, worker in workers.items():
         per_file: dict[str, Any] = {}
         dev_total = None
@@ -282,6 +293,15 @@ def main(argv: list[str] | None = None) -> int:
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
     print(_table(report))
     return 0
+
+
+def _openmp_environment(policy: str) -> dict[str, str]:
+    """This process's environment with OpenMP's wait policy ``passive`` (the package set it here when
+    it was imported, unless the user had set one) or unset (``default``: OpenMP's own)."""
+    environment = {name: value for name, value in os.environ.items() if name != "OMP_WAIT_POLICY"}
+    if policy == "passive":
+        environment["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    return environment
 
 
 def _table(report: dict[str, Any]) -> str:

@@ -139,8 +139,8 @@ def _peak_rss_mb() -> float:
 class Worker:
     """A benchmark worker process: loads its model once, then answers one JSON line per file."""
 
-    def __init__(self, command: list[str]) -> None:
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    def __init__(self, command: list[str], environment: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=environment)
         self.loaded_rss_mb = self._read()["rss_mb"]
 
     def run(self, path: Path, **options: Any) -> dict[str, Any]:
