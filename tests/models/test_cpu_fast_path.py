@@ -17,6 +17,7 @@ from speaker_transcripts.models.cpu_fast_path import (
     BFLOAT16,
     INT8_DECODER,
     PACKED_PROJECTION,
+    Int8Linear,
     PackedProjection,
     bfloat16_supported,
     speed_up_for_cpu,
@@ -63,6 +64,19 @@ def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_l
     assert hidden.dtype == torch.float32 and torch.allclose(hidden, reference_encoder, atol=0.1)
     assert logits.dtype == torch.float32
     assert torch.allclose(packed_logits, bfloat16_logits, rtol=1e-3, atol=1e-3), "bfloat16 arithmetic, only the kernel differs"
+
+
+def test_the_int8_layers_compute_what_torchs_own_dynamic_int8_layer_does(whisper):
+    hidden = torch.randn(2, 1, whisper.config.d_model, generator=torch.Generator().manual_seed(2))
+    speed_up_for_cpu(whisper, bfloat16=False)
+    layers = [module for module in whisper.model.decoder.modules() if isinstance(module, DynamicQuantizedLinear)]
+    assert layers and all(type(layer) is Int8Linear for layer in layers)
+    fc1 = whisper.model.decoder.layers[0].fc1
+    torchs_own = DynamicQuantizedLinear(fc1.in_features, fc1.out_features)
+    torchs_own.set_weight_bias(*fc1._packed_params._weight_bias())
+    with torch.inference_mode():
+        assert torch.equal(fc1(hidden), torchs_own(hidden)), "the same operator and arguments as torch's forward"
+        assert not torch.equal(fc1(hidden), torchs_own(hidden + 1))
 
 
 def test_the_float32_layers_int8_replaces_are_freed_at_once_not_at_the_next_full_collection(whisper):
