@@ -122,11 +122,11 @@ class PackedProjection(nn.Module):
 
 
 class Int8Linear(DynamicQuantizedLinear):
-    """torch's dynamic int8 linear layer (qint8 weight, ``reduce_range`` as torch's current version
-    has it), calling its operator straight: the same arithmetic and outputs. A decoder step makes 48
-    such calls for whisper-base; torch's own ``forward`` (a dtype and version check, then the operator
-    through ``torch.ops``) took 44 us a call for 2 rows and the straight call 26 (one-off timing), and
-    the 1-min conversation went 3.46 -> 3.28 s (medians of 8, alternating in one process, same text)."""
+    """torch's dynamic int8 linear layer (qint8 weight; ``reduce_range=True``, as torch's layer passes it
+    since its version 4), calling its operator straight: the same arithmetic and outputs. A decoder step
+    makes 48 such calls for whisper-base; torch's own ``forward`` (a dtype and version check, then the
+    operator through ``torch.ops``) took 44 us a call for 2 rows and the straight call 26 (one-off timing),
+    and the 1-min conversation went 3.50 -> 3.35 s (medians of 8, alternating in one process, same text)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _INT8_LINEAR(x, self._packed_params._packed_params, True)
