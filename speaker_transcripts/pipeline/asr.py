@@ -224,7 +224,7 @@ class SpeechRecognizer:
         # On the CPU the decoding loop runs on one thread and its large products on every core: a step is
         # otherwise many small products, each of which paid a sleeping OpenMP thread's wake-up on two (the
         # passive policy, cpu_threads.py). whisper-base, 2 cores, ms a step for 2 / 8 / 24 rows: 25.8 / 45.2 /
-        # 120.7 with the loop on two threads, 20.5 / 43.9 / 111.1 so (bench/decoder_threads.py); one thread
+        # 120.7 with the loop on two threads, 20.5 / 43.9 / 111.1 on one (bench/decoder_threads.py); one thread
         # also leaves the other core to the diarization running beside it.
         self.loop_threads = 1 if self.device == "cpu" else self.threads
         if self.loop_threads != self.threads:

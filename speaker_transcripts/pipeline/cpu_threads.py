@@ -38,8 +38,8 @@ def torch_threads(count: int) -> Iterator[None]:
 
 def within_threads(module: nn.Module, count: int) -> None:
     """Run every forward of ``module`` on ``count`` torch threads and put back the count it found
-    afterwards: a large product (Whisper's encoder, its vocabulary projection) inside a loop of
-    small ones that runs on fewer."""
+    afterwards: a large product (Whisper's encoder, its cross-attention, its vocabulary projection)
+    inside a loop of small ones that runs on fewer."""
     found: list[int] = []
 
     def enter(*_: Any) -> None:
