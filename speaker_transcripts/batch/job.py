@@ -205,6 +205,10 @@ def _start_ray(options: BatchOptions) -> bool:
 
     if ray.is_initialized():
         return False
+    # Ray starts its workers at nice 15, so beside any other busy process (a CI neighbour, a second job)
+    # the transcription itself got a sliver of the CPU: a 1-file job took minutes beside two spinning
+    # processes. The workers do the job's work; they run at the driver's priority unless the user set one.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     environment = {name: os.environ[name] for name in FORWARDED_ENVIRONMENT if name in os.environ}
     ray.init(
         address=options.address,

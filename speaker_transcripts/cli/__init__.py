@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from typing import Any
 
 SUBCOMMANDS = {
     "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt, rttm)"),
@@ -32,14 +33,27 @@ def usage() -> str:
     )
 
 
+class _ConsoleHandler(logging.StreamHandler):
+    """Writes each line to ``sys.stderr`` as it is when the line is logged, not as it was when the
+    handler was made: a caller (or a test harness) that swaps stderr and closes its own would
+    otherwise get "--- Logging error --- I/O operation on closed file" for every later line."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
+
+
 def show_package_log() -> None:
     """The package's own log lines (a line per model loaded, the server's notices) on stderr, as
     written: a command's user reads them; library noise stays silenced at its source."""
     package = logging.getLogger("speaker_transcripts")
-    if not any(getattr(handler, "_console", False) for handler in package.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(handler, _ConsoleHandler) for handler in package.handlers):  # added once per process
+        handler = _ConsoleHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
-        handler._console = True  # type: ignore[attr-defined]  # added once per process
         package.addHandler(handler)
     package.setLevel(logging.INFO)
 
