@@ -44,6 +44,7 @@ from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
+from speaker_transcripts.pipeline.repetition import COMPRESSION_RATIO_LIMIT, compression_ratio, looping
 from speaker_transcripts.pipeline.token_suppression import with_masks_built_once
 from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text
 
@@ -356,12 +357,25 @@ class SpeechRecognizer:
 
         When they are streamed (``on_segment``), the first piece is decoded alone before the rest
         are batched: in one batch nothing is final until the whole batch is, and the first delta
-        of a 106-s file arrived at 6.21 s of a 6.25-s request."""
+        of a 106-s file arrived at 6.21 s of a 6.25-s request.
+
+        A piece whose text repeats itself (``repetition.looping``) is decoded again after the
+        others (``_decoded_again``); it and the pieces after it are handed on once it is."""
         progress = _PieceProgress(pieces, duration, on_progress)
         batch_size = options["batch_size"]
         alone = 1 if on_segment is not None and batch_size > 1 and len(pieces) > 1 else 0
         groups = [(0, alone, 1), (alone, len(pieces), batch_size)] if alone else [(0, len(pieces), batch_size)]
-        chunks: list[Chunk] = []
+        decoded: list[list[Chunk] | None] = [None] * len(pieces)
+        suspect: dict[int, str] = {}
+        handed_on = 0
+
+        def hand_on() -> None:
+            nonlocal handed_on
+            while handed_on < len(pieces) and decoded[handed_on] is not None and handed_on not in suspect:
+                for chunk in decoded[handed_on] if on_segment is not None else ():
+                    on_segment(chunk)
+                handed_on += 1
+
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
             with self._one_pass_per_piece(pieces, options) as one_pass:
@@ -371,16 +385,47 @@ class SpeechRecognizer:
                         for piece in progress.handing_out(first, last)
                     )
                     results = self.pipeline(inputs, **{**one_pass, "batch_size": group_batch})
-                    for piece, result in zip(pieces[first:last], results, strict=True):
-                        decoded = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
-                        chunks.extend(decoded)
-                        for chunk in decoded if on_segment is not None else ():
-                            on_segment(chunk)
-                        progress.piece_done()
+                    for index, result in enumerate(results, start=first):
+                        decoded[index] = close_timestamps(on_file_clock(result.get("chunks") or [], pieces[index], SAMPLING_RATE), duration)
+                        reason = looping(joined_text(decoded[index]))
+                        if reason is not None:
+                            suspect[index] = reason
+                        else:
+                            progress.piece_done()
+                        hand_on()
+            for index, reason in sorted(suspect.items()):
+                decoded[index] = self._decoded_again(samples, pieces[index], duration, options, reason)
+                del suspect[index]
+                progress.piece_done()
+                hand_on()
         finally:
             if handle is not None:
                 handle.remove()
-        return chunks
+        return [chunk for piece_chunks in decoded for chunk in piece_chunks or ()]
+
+    def _decoded_again(self, samples: np.ndarray, piece: Piece, duration: float, options: dict[str, Any], reason: str) -> list[Chunk]:
+        """A piece whose one-pass text repeats itself, decoded as transformers decodes any input
+        (end-of-text allowed: where Whisper wants to stop early it may), and while that text still
+        compresses like a loop, sampled at ``FALLBACK_TEMPERATURES`` (seeded: the same audio gives
+        the same text), as Whisper's own fallback; the least repetitive text is kept."""
+        logger.debug("the piece at %.1f-%.1f s was decoded again: %s", piece.start / SAMPLING_RATE, piece.end / SAMPLING_RATE, reason)
+        best: list[Chunk] = []
+        best_ratio = float("inf")
+        for temperature in (0.0, *FALLBACK_TEMPERATURES):
+            sampling = {"do_sample": True, "temperature": temperature} if temperature else {}
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(0)
+                result = self.pipeline(
+                    {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE},
+                    **{**options, "batch_size": 1, "generate_kwargs": {**options["generate_kwargs"], **sampling}},
+                )
+            chunks = close_timestamps(on_file_clock(result.get("chunks") or [], piece, SAMPLING_RATE), duration)
+            ratio = compression_ratio(joined_text(chunks))
+            if ratio < best_ratio:
+                best, best_ratio = chunks, ratio
+            if ratio <= COMPRESSION_RATIO_LIMIT:
+                break
+        return best
 
     @contextmanager
     def _one_pass_per_piece(self, pieces: Sequence[Piece], options: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -391,8 +436,11 @@ class SpeechRecognizer:
         pieces in order, a batch at a time). With word timestamps and one pass, transformers'
         ``segments`` leave out the prompt tokens that ``sequences`` keep, and the pipeline would
         read them side by side (IndexError); its ``token_timestamps`` cover the sequences, so
-        ``segments`` are dropped from the answer."""
+        ``segments`` are dropped from the answer. With a prompt, the sequences start with it, and the
+        pipeline would give each word the time of the word a prompt's length before it (``Good``
+        0.0-0.0, ``morning,`` 0.0-0.0 instead of 0.0-0.44, 0.44-1.14): the prompt is cut off them."""
         finishing = FinishEachPiece(self.model.generation_config)
+        start_of_transcript = self.model.generation_config.decoder_start_token_id
         lengths = [piece.length / SAMPLING_RATE for piece in pieces]
         generate = self.model.generate
 
@@ -404,6 +452,9 @@ class SpeechRecognizer:
             output = generate(*args, **kwargs)
             if isinstance(output, dict) and "segments" in output and "token_timestamps" in output:
                 output = {key: value for key, value in output.items() if key != "segments"}
+                if kwargs.get("prompt_ids") is not None:  # the prompt's positions would shift every word's time
+                    start = int((output["sequences"][0] == start_of_transcript).nonzero()[0])
+                    output["sequences"], output["token_timestamps"] = output["sequences"][:, start:], output["token_timestamps"][:, start:]
             return output
 
         self.model.generate = generate_in_one_pass
@@ -535,6 +586,9 @@ class SpeechRecognizer:
             self.model.config._attn_implementation = implementation
 
 
+# Whisper's own temperature fallback after greedy decoding (transcribe.py: 0.0, 0.2, ..., 1.0), cut to the
+# first three steps: each is one more decode of the piece.
+FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6)
 # Whisper writes about 3 tokens per second of English speech with timestamps (measured on the dev
 # conversations); a batch is expected to take this many decoder steps per second of its longest piece.
 EXPECTED_STEPS_PER_S = 4.0

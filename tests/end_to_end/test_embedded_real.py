@@ -348,3 +348,18 @@ def test_each_piece_is_decoded_in_one_encoder_pass_and_keeps_the_words_of_a_seco
     assert one_pass == 2 < two_passes, (one_pass, two_passes)
     assert len(one_pass_words) >= len(two_pass_words) - 1 and errors["one pass"] <= errors["transformers' passes"] + 0.01, errors
     assert one_pass_words[-3:] == ["all", "for", "today"]  # the words only the second pass heard, with whisper-base
+
+
+def test_a_prompt_leaves_each_word_at_its_own_time(handler, speech_wav):
+    """With a prompt, one-pass decoding handed transformers sequences that start with the prompt's
+    tokens, and every word took the time of the word a prompt's length before it ("Go" 0.0-0.0).
+    The times with a prompt are the times without one (to Whisper's alignment frame or two)."""
+    def words(prompt: str | None) -> list[tuple[str, float, float]]:
+        parameters = {"diarize": False, "return_timestamps": "word", "prompt": prompt}
+        result = handler({"inputs": speech_wav, "parameters": parameters})
+        return [(chunk["text"].strip().lower(), *chunk["timestamp"]) for chunk in result["chunks"]]
+
+    plain, prompted = words(None), words("A robot is told where to drive.")
+    assert [word for word, _, _ in prompted] == [word for word, _, _ in plain]
+    assert prompted[0][2] > prompted[0][1]  # the first word has a length
+    assert max(abs(a[1] - b[1]) + abs(a[2] - b[2]) for a, b in zip(plain, prompted, strict=True)) <= 0.2, (plain, prompted)

@@ -78,3 +78,38 @@ def test_evaluation_harness_end_to_end_with_oracle_turns(tmp_path):
     assert report["summary"]["handler_word"]["attribution_accuracy"] >= 0.97
     overlap = next(row for row in conversations if "overlap" in row["file"])
     assert overlap["handler_word"]["attribution_accuracy"] > overlap["handler_segment"]["attribution_accuracy"]
+
+
+MEETINGS = ("dev00", "dev01", "trn00", "trn01", "trn02", "trn03", "trn04", "trn05", "trn06", "trn07", "trn08", "trn09")
+
+
+@pytest.mark.skipif(not (DEV_AUDIO / "meetings").is_dir(), reason="needs ../shared/dev-audio/meetings (the AMI excerpts)")
+def test_a_piece_that_loops_is_caught_and_decoded_again():
+    """whisper-base, made to write each piece to its end in one pass, looped on the twelve AMI excerpts
+    played back to back (in the piece over dev01 and trn00, batched with the others: "It's the much more
+    in it than it's the much more in it than he said yesterday"); the guard (``repetition.looping``)
+    catches the piece and decodes it again."""
+    import logging
+
+    import numpy as np
+
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.repetition import repeated_run
+
+    audio = np.concatenate([decode_file((DEV_AUDIO / "meetings" / f"{name}.wav").read_bytes()).samples for name in MEETINGS])
+    handler = Transcriber(settings=ModelSettings(asr_model=str(real("whisper-base")), diarization_model=None, warmup=False))
+    said: list[str] = []
+    watcher = logging.Handler(logging.DEBUG)
+    watcher.emit = lambda record: said.append(record.getMessage())
+    asr_log = logging.getLogger("speaker_transcripts.pipeline.asr")
+    asr_log.addHandler(watcher)
+    asr_log.setLevel(logging.DEBUG)
+    try:
+        result = handler({"inputs": {"array": audio, "sampling_rate": 16000}, "parameters": {"language": "en"}})
+    finally:
+        asr_log.removeHandler(watcher)
+        asr_log.setLevel(logging.NOTSET)
+    assert any("decoded again: it repeats" in line for line in said), said
+    # no chunk repeats a run of six words (the loop repeated seven; "should be a big ... should be a big" was said)
+    assert [chunk["text"] for chunk in result["chunks"] if repeated_run(chunk["text"], size=6)] == []

@@ -254,3 +254,60 @@ def test_a_checkpoint_with_old_settings_runs_without_library_notices(tiny_models
     lines = [line for line in completed.stderr.replace("\r", "\n").splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"{checkpoint}: speech recognition on cpu ("), lines
     assert "loaded in" in lines[0]
+
+
+def test_a_piece_that_repeats_itself_is_decoded_again_as_transformers_would(recognizers, speech, monkeypatch):
+    """The loop guard: a piece whose one-pass text fails ``repetition.looping`` is decoded again with
+    end-of-text allowed (the plain pipeline call), and its chunks replace the looping ones, in order,
+    also for the pieces handed on as they are decoded."""
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline.long_form import Piece
+
+    recognizer = recognizers["english"]
+    samples = np.concatenate([speech.samples, np.zeros(8000, dtype=np.float32), speech.samples])
+    half = len(speech.samples) + 4000
+    pieces = [Piece(spans=((0, half),)), Piece(spans=((half, len(samples)),))]
+    config = InferenceConfig(language="en", batch_size=2)
+    verdicts: list[str | None] = []
+    monkeypatch.setattr(asr, "looping", lambda text: verdicts.pop(0) if verdicts else None)
+    one_pass = recognizer.transcribe(samples, config, len(samples) / 16000, pieces=pieces, on_segment=lambda _: None)
+
+    again: list[dict] = []
+    decoded_again = asr.SpeechRecognizer._decoded_again
+
+    def spy(self, samples_, piece, duration, options, reason):
+        chunks = decoded_again(self, samples_, piece, duration, options, reason)
+        again.append({"piece": piece, "reason": reason, "generate_kwargs": options["generate_kwargs"], "chunks": chunks})
+        return chunks
+
+    monkeypatch.setattr(asr.SpeechRecognizer, "_decoded_again", spy)
+    verdicts.extend(["a test loop", None])  # the first piece loops, the second does not
+    handed_on = []
+    guarded = recognizer.transcribe(samples, config, len(samples) / 16000, pieces=pieces, on_segment=handed_on.append)
+    assert [call["piece"] for call in again] == [pieces[0]] and again[0]["reason"] == "a test loop"
+    assert "logits_processor" not in again[0]["generate_kwargs"]  # end-of-text allowed: no FinishEachPiece
+    assert handed_on == guarded.chunks  # in order: the second piece waited for the first
+    first = again[0]["chunks"]
+    second = guarded.chunks[len(first):]
+    assert guarded.chunks[: len(first)] == first and second == one_pass.chunks[len(one_pass.chunks) - len(second):]
+
+
+def test_a_loop_that_persists_falls_back_to_sampling_and_keeps_the_least_repetitive_text(recognizers, speech, monkeypatch):
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline.long_form import Piece
+
+    recognizer = recognizers["english"]
+    ratios = iter([3.0, 2.9, 2.0, 9.9])  # greedy, 0.2, 0.4 (kept: under the limit), never 0.6
+    monkeypatch.setattr(asr, "compression_ratio", lambda text: next(ratios))
+    calls = []
+    pipeline = recognizer.pipeline
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs["generate_kwargs"].get("temperature"))
+        return pipeline(*args, **kwargs)
+
+    monkeypatch.setattr(recognizer, "pipeline", counting)
+    piece = Piece(spans=((0, len(speech.samples)),))
+    options, _ = recognizer._decoding_options(speech.samples, InferenceConfig(language="en"), [piece])
+    recognizer._decoded_again(speech.samples, piece, speech.duration, options, "a test loop")
+    assert calls == [None, 0.2, 0.4]

@@ -1,0 +1,52 @@
+"""Whether a decoded piece repeats itself: the guard before its text is trusted.
+
+Whisper loops: it writes a sentence it already wrote, or a phrase over and over, when it is not
+allowed to stop or loses its place (a 10-min two-person file came back with a sentence said at
+117 s written again at 140 s; an AMI meeting excerpt with "It's the much more in it than it's the
+much more in it than he said yesterday"). Whisper's own decoder and faster-whisper check each
+window's text for this and decode it again when it fails: a gzip compression ratio over 2.4
+(text that repeats compresses well). That misses a single repeated sentence in 30 s of text, so
+a piece also fails when a run of ``MIN_REPEAT_WORDS`` words (case and punctuation aside) occurs
+twice in it. A real repetition fails too ("Go forward ten meters." read twice); that costs one
+more decode of the piece, whose result is then kept (``asr.SpeechRecognizer`` decodes it again
+with end-of-text allowed, and at rising temperatures while it still compresses like a loop).
+
+Pure Python: tested without a model.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+COMPRESSION_RATIO_LIMIT = 2.4  # Whisper's and faster-whisper's compression_ratio_threshold
+MIN_REPEAT_WORDS = 4
+_WORD = re.compile(r"[\w']+")
+
+
+def compression_ratio(text: str) -> float:
+    """Whisper's measure: the text's UTF-8 length over its zlib-compressed length."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def repeated_run(text: str, size: int = MIN_REPEAT_WORDS) -> str | None:
+    """The first run of ``size`` words that occurs twice in ``text`` without the two occurrences
+    overlapping, or None."""
+    words = [word.lower() for word in _WORD.findall(text)]
+    first_seen: dict[tuple[str, ...], int] = {}
+    for index in range(len(words) - size + 1):
+        run = tuple(words[index : index + size])
+        seen = first_seen.setdefault(run, index)
+        if index - seen >= size:
+            return " ".join(run)
+    return None
+
+
+def looping(text: str) -> str | None:
+    """Why a piece's text looks like a loop, or None when it does not."""
+    ratio = compression_ratio(text)
+    if ratio > COMPRESSION_RATIO_LIMIT:
+        return f"its text compresses {ratio:.1f}:1"
+    run = repeated_run(text)
+    return f"it repeats {run!r}" if run is not None else None
