@@ -100,3 +100,13 @@ def server_url(served_handler):
 
     with serving(create_app(lambda: served_handler, ServerSettings(max_upload_mb=1))) as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def live_handler(tiny_models, tiny_pyannote):
+    """Tiny English Whisper and the tiny pyannote pipeline (random weights): a live session's whole
+    path runs, with nonsense words and arbitrary speakers."""
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    return Transcriber(settings=ModelSettings(asr_model=str(tiny_models["whisper_en"]), diarization_model=str(tiny_pyannote)))

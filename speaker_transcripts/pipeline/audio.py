@@ -305,3 +305,28 @@ def _declared_duration(container: av.container.InputContainer, stream: av.AudioS
 def _ffmpeg_reason(error: av.error.FFmpegError) -> str:
     reason = getattr(error, "strerror", None) or str(error)
     return reason.split(":")[0].strip() if reason else "unrecognised format"
+
+
+class PcmStream:
+    """Raw 16-bit little-endian mono PCM at ``rate`` Hz, arriving in pieces (a live session), as
+    16 kHz float32: libswresample (the file path's resampler) keeps its filter state between
+    pieces, so a stream cut anywhere resamples as one piece would."""
+
+    def __init__(self, rate: int) -> None:
+        if not _plausible_rate(rate):
+            raise _implausible_rate(rate)
+        self.rate = rate
+        self._resampler = None if rate == SAMPLING_RATE else av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
+        self._pts = 0
+
+    def __call__(self, pcm: bytes) -> np.ndarray:
+        if len(pcm) % 2:
+            raise InvalidRequestError(f"16-bit PCM comes in whole 2-byte samples; got {len(pcm)} bytes")
+        samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 2.0**15
+        if self._resampler is None or samples.size == 0:
+            return samples
+        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="flt", layout="mono")
+        frame.sample_rate, frame.pts = self.rate, self._pts
+        self._pts += samples.size
+        out = [piece.to_ndarray().reshape(-1) for piece in self._resampler.resample(frame)]
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)

@@ -22,8 +22,9 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -238,6 +239,24 @@ class Transcriber:
                 "speakers": {label: [round(float(value), 6) for value in vector] for label, vector in found.embeddings.items()},
             }
         return answer
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The models to the caller alone for a while: a live session's decode or diarization
+        step (``live/session.py``) takes turns on them with file requests, which hold them for
+        their whole run."""
+        with self._lock:
+            yield
+
+    def voice_embeddings(self, speakers: Sequence[KnownSpeaker]) -> dict[str, np.ndarray]:
+        """Each known speaker's voice as the diarization pipeline embeds speakers: the clip decoded
+        and checked like a request's (``InvalidRequestError`` naming the speaker), cut to its speech."""
+        embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
+        if embed is None:
+            raise InvalidRequestError("known speakers need a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
+        clips = {speaker.name: self._enrolment_clip(speaker, None) for speaker in speakers}
+        with self._lock:
+            return {name: embed(clip) for name, clip in clips.items()}
 
     def _enrolment_clip(self, speaker: KnownSpeaker, should_stop: Callable[[], bool] | None) -> np.ndarray:
         """A known speaker's clip, decoded like any upload, as its speech alone; a clip that is

@@ -31,8 +31,9 @@ from speaker_transcripts.server.middleware import (
     HeaderGate,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.routers import diarization, endpoints, health, openai
+from speaker_transcripts.server.routers import diarization, endpoints, health, openai, realtime
 from speaker_transcripts.server.routers import metrics as metrics_router
+from speaker_transcripts.server.routers.realtime import LiveSlots
 
 
 def _load_self_hosted_handler() -> Handler:
@@ -58,6 +59,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         app.state.handler = handler
         app.state.redact = SecretRedactor(handler.settings, settings)
         app.state.queue = InferenceQueue(handler, settings, app.state.redact, metrics)
+        app.state.live = LiveSlots(settings.live_max_sessions)
         access_log = logging.getLogger("uvicorn.access")
         redacting = RedactingFilter(app.state.redact)  # a key sent in the query string is refused, and not logged
         access_log.addFilter(redacting)
@@ -65,6 +67,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         yield
         access_log.removeFilter(redacting)
         app.state.queue.close()
+        app.state.live.executor.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
         title="Speaker-attributed transcription",
@@ -82,7 +85,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected)  # added later = runs earlier
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, health, metrics_router):
+    for surface in (endpoints, openai, diarization, realtime, health, metrics_router):
         app.include_router(surface.router)
     app.add_middleware(MetricsMiddleware, metrics=metrics, routes=app.routes)  # outermost: counts refusals too
     return app

@@ -202,6 +202,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 def guarded_config(asgi_app: Any, settings: ServerSettings | None = None, **options: Any) -> uvicorn.Config:
     """Uvicorn's config with this guard: the header deadline and the connection cap from
-    ``settings``; ``options`` are Uvicorn's (host, port, log_level)."""
-    limits = limits_from_settings(settings or ServerSettings())
-    return uvicorn.Config(asgi_app, http=functools.partial(GuardedHttpToolsProtocol, limits=limits), **options)
+    ``settings``, and its largest WebSocket frame (``LIVE_MAX_FRAME_KB``); ``options`` are Uvicorn's
+    (host, port, log_level)."""
+    settings = settings or ServerSettings()
+    limits = limits_from_settings(settings)
+    return uvicorn.Config(
+        asgi_app, http=functools.partial(GuardedHttpToolsProtocol, limits=limits), ws_max_size=settings.live_max_frame_kb * 1024, **options
+    )

@@ -38,6 +38,10 @@ class ServiceMetrics:
         self.abandoned = Counter(f"{prefix}_abandoned_requests", "work stopped before its answer: client gone or deadline passed",
                                  registry=self.registry)
         self.queue_depth = Gauge(f"{prefix}_queue_depth", "requests running or waiting for the models", registry=self.registry)
+        self.live_sessions = Gauge(f"{prefix}_live_sessions", "live transcription sessions open now (LIVE_MAX_SESSIONS bounds them)",
+                                   registry=self.registry)
+        self.live_refused = Counter(f"{prefix}_live_refused", "live sessions refused, by reason (auth, capacity)", ["reason"],
+                                    registry=self.registry)
         self.model_load_seconds = Gauge(f"{prefix}_model_load_seconds", "seconds the models took to load at start-up",
                                         registry=self.registry)
 

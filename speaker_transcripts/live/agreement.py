@@ -1,0 +1,80 @@
+"""Which words of a growing transcript are final: LocalAgreement-2, as in whisper_streaming.
+
+A live session decodes the same growing buffer again and again; each decode is a hypothesis of
+timed words, and its last words change as more audio arrives ("for" becomes "forward", "ten"
+gains its full stop). A word is final once two consecutive hypotheses agree on it and on every
+word before it (Macháček et al. 2023, ``whisper_online.HypothesisBuffer``): the longest common
+prefix of the last two hypotheses, compared word by word on the exact text (punctuation
+included, so a sentence's last word waits for its stop to settle). Final words are never
+retracted; the uncommitted tail is what the next decode may still change.
+
+The buffer is re-decoded from its start, so a hypothesis repeats words already committed: words
+that end before the last committed word's end are dropped, and where the hypothesis starts within
+``NGRAM_WINDOW_S`` of the commit point with up to ``MAX_NGRAM`` words already committed (a word
+that straddles the commit time), those are dropped too (``HypothesisBuffer.insert``).
+
+Pure Python on ``transcript.Chunk`` words (session seconds): tested without a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from speaker_transcripts.pipeline.transcript import Chunk
+
+# A word that starts up to this long before the last committed word's end may still be new (word
+# times from cross-attention wobble by a frame or two between decodes): whisper_streaming's 0.1 s.
+OVERLAP_TOLERANCE_S = 0.1
+NGRAM_WINDOW_S = 1.0
+MAX_NGRAM = 5
+
+
+def _same(one: Chunk, other: Chunk) -> bool:
+    return one.text.strip() == other.text.strip()
+
+
+class LocalAgreement:
+    """Commit the words two consecutive hypotheses agree on (LocalAgreement-2)."""
+
+    def __init__(self) -> None:
+        self.committed: list[Chunk] = []  # final words, in order (the recent ones, for the n-gram check)
+        self.tentative: list[Chunk] = []  # the last hypothesis past the committed words
+        self.last_end = 0.0  # session seconds: the last committed word's end
+
+    def update(self, hypothesis: Sequence[Chunk]) -> list[Chunk]:
+        """Insert a new hypothesis (words on the session clock); return the newly final words."""
+        new = [word for word in hypothesis if word.start > self.last_end - OVERLAP_TOLERANCE_S and word.text.strip()]
+        new = self._without_recommitted(new)
+        agreed: list[Chunk] = []
+        while new and self.tentative and _same(new[0], self.tentative[0]):
+            agreed.append(new.pop(0))
+            self.tentative.pop(0)
+        self.tentative = new
+        self._commit(agreed)
+        return agreed
+
+    def flush(self) -> list[Chunk]:
+        """The end of a turn: the last hypothesis becomes final as it stands."""
+        words, self.tentative = self.tentative, []
+        self._commit(words)
+        return words
+
+    def reset_tentative(self) -> None:
+        """Forget the uncommitted tail (audio it came from was cleared)."""
+        self.tentative = []
+
+    def _commit(self, words: list[Chunk]) -> None:
+        if words:
+            self.committed = (self.committed + words)[-MAX_NGRAM:]
+            self.last_end = max(self.last_end, words[-1].end)
+
+    def _without_recommitted(self, new: list[Chunk]) -> list[Chunk]:
+        """Drop a leading n-gram the hypothesis repeats from the committed words' end."""
+        if not new or not self.committed or abs(new[0].start - self.last_end) >= NGRAM_WINDOW_S:
+            return new
+        for size in range(min(len(self.committed), len(new), MAX_NGRAM), 0, -1):
+            tail = " ".join(word.text.strip() for word in self.committed[-size:])
+            head = " ".join(word.text.strip() for word in new[:size])
+            if tail == head:
+                return new[size:]
+        return new

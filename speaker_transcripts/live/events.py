@@ -1,0 +1,71 @@
+"""What a live session tells its client, as typed events (the server maps them to OpenAI's).
+
+Times are on the session's clock: seconds (or milliseconds, where OpenAI counts them) from the
+first sample the client sent. An item is one turn of speech: it starts (``SpeechStarted``), stops
+(``SpeechStopped``), is committed (``Committed``), and its text arrives as ``TranscriptDelta``s
+while it is spoken, in ``TranscriptSegment``s with a speaker each once diarization has covered
+them, and whole in ``TranscriptCompleted`` (or ``TranscriptFailed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    item_id: str
+    audio_start_ms: int
+
+
+@dataclass(frozen=True)
+class SpeechStopped:
+    item_id: str
+    audio_end_ms: int
+
+
+@dataclass(frozen=True)
+class Committed:
+    item_id: str
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """The uncommitted audio was dropped (the client's ``input_audio_buffer.clear``)."""
+
+
+@dataclass(frozen=True)
+class TranscriptDelta:
+    """Words that became final; joined in order, an item's deltas are its transcript."""
+
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class TranscriptSegment:
+    """A sentence-sized run of one speaker's final words; its speaker never changes once sent."""
+
+    item_id: str
+    id: str
+    speaker: str
+    start: float
+    end: float
+    text: str
+
+
+@dataclass(frozen=True)
+class TranscriptCompleted:
+    item_id: str
+    transcript: str
+    audio_seconds: float
+
+
+@dataclass(frozen=True)
+class TranscriptFailed:
+    item_id: str
+    message: str
+
+
+LiveEvent = SpeechStarted | SpeechStopped | Committed | Cleared | TranscriptDelta | TranscriptSegment | TranscriptCompleted | TranscriptFailed

@@ -1,0 +1,338 @@
+"""One live session: audio in as it is spoken, final words and their speakers out as soon as they are sure.
+
+The session reuses the file path's stages on the orchestrator's models (one lock for all of
+them): Silero's network, fed window by window (``speech_gate.SpeechStream``), decides turns
+(``turns.TurnDetector``, OpenAI's ``server_vad``); Whisper decodes the turn's audio so far as one
+speech piece (``asr.SpeechRecognizer.transcribe``, word timestamps, the recent final text as its
+prompt) every ``MIN_STEP_S`` of new audio, or as soon as the last decode is done when decoding is
+slower than that; ``agreement.LocalAgreement`` keeps the words two decodes agree on. When the turn
+stops, its audio is decoded once more and the last hypothesis becomes final. The decoded buffer
+is cut at the last final sentence end once it passes ``TRIM_S`` (at the last final word past
+``FORCE_TRIM_S``), so a decode costs the same in the first minute and the sixtieth.
+
+Speakers come from ``speakers.LiveDiarizer``; final words are labelled by the file path's
+``diarization.word_speakers`` once the timeline is final over them, and sent as sentence-sized
+``TranscriptSegment``s (``transcript.segment_ranges``) that never change.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from speaker_transcripts.config import InferenceConfig
+from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.live.agreement import LocalAgreement
+from speaker_transcripts.live.clustering import ClusteringSettings, OnlineClustering
+from speaker_transcripts.live.events import (
+    Cleared,
+    Committed,
+    LiveEvent,
+    SpeechStarted,
+    SpeechStopped,
+    TranscriptCompleted,
+    TranscriptDelta,
+    TranscriptSegment,
+)
+from speaker_transcripts.live.speakers import DiarizerSettings, LiveDiarizer, supports_live_diarization
+from speaker_transcripts.live.turns import TurnDetection, TurnDetector
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+from speaker_transcripts.pipeline.diarization import word_speakers
+from speaker_transcripts.pipeline.long_form import Piece
+from speaker_transcripts.pipeline.speech_gate import WINDOW
+from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, joined_text, segment_ranges
+
+MIN_STEP_S = 0.5  # new audio a decode waits for
+TRIM_S = 15.0  # whisper_streaming's buffer_trimming_sec
+FORCE_TRIM_S = 25.0  # past this, cut at the last final word even mid-sentence
+MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode never sees more
+PROMPT_CHARS = 200  # recent final text given to Whisper as what was said before (whisper_streaming's 200)
+KEEP_BEFORE_S = 2.0  # audio kept before a turn can start (prefix padding)
+MIN_COMMIT_S = 0.1  # OpenAI's: a commit of less audio is an error
+
+
+class LiveModels(Protocol):
+    """What a session needs of the orchestrator (``pipeline.transcriber.Transcriber``)."""
+
+    recognizer: Any
+    speech_gate: Any
+    diarization_pipeline: Any
+
+    def exclusive(self) -> AbstractContextManager[None]: ...
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """A session's settings: ``turn_detection`` None means the client commits each turn itself."""
+
+    language: str | None = None
+    prompt: str | None = None
+    turn_detection: TurnDetection | None = field(default_factory=TurnDetection)
+    diarize: bool = True
+    known_speakers: Mapping[str, np.ndarray] = field(default_factory=dict)  # name -> voice embedding
+
+
+class SessionAudio:
+    """The session's 16 kHz samples from ``start`` (absolute index) to ``end``; older ones dropped."""
+
+    def __init__(self) -> None:
+        self._data = np.zeros(SAMPLING_RATE * 8, dtype=np.float32)
+        self._used = 0
+        self.start = 0
+
+    @property
+    def end(self) -> int:
+        return self.start + self._used
+
+    def append(self, samples: np.ndarray) -> None:
+        if self._used + len(samples) > len(self._data):
+            grown = np.zeros(max(2 * len(self._data), self._used + len(samples)), dtype=np.float32)
+            grown[: self._used] = self._data[: self._used]
+            self._data = grown
+        self._data[self._used : self._used + len(samples)] = samples
+        self._used += len(samples)
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        """The samples ``[start, end)`` that are still kept (a window reaching before them gets fewer)."""
+        start = max(start, self.start)
+        return self._data[start - self.start : max(min(end, self.end), start) - self.start].copy()
+
+    def drop_before(self, sample: int) -> None:
+        cut = min(max(sample - self.start, 0), self._used)
+        if cut:
+            self._data[: self._used - cut] = self._data[cut : self._used]
+            self._used -= cut
+            self.start += cut
+
+
+@dataclass
+class _Item:
+    id: str
+    start: int  # the turn's first sample
+    buffer_start: int  # the first sample the next decode hears
+    last_decoded: int = 0  # the end of the audio the last decode heard
+    words: list[Chunk] = field(default_factory=list)  # final words
+    text: str = ""
+    sent: int = 0  # final words already sent in segments
+    agreement: LocalAgreement = field(default_factory=LocalAgreement)
+
+
+def _ms(sample: int) -> int:
+    return sample * 1000 // SAMPLING_RATE
+
+
+class LiveSession:
+    """Feed it audio and commands in order; each call returns the events it produced."""
+
+    def __init__(
+        self,
+        models: LiveModels,
+        config: LiveConfig,
+        new_id: Callable[[str], str] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        """``should_stop`` saying yes (the client left) ends a decode at its next step with ``RequestAbandoned``."""
+        self.models = models
+        self.should_stop = should_stop
+        self.config = config
+        self.new_id = new_id or (lambda prefix: f"{prefix}_{secrets.token_hex(8)}")
+        self.audio = SessionAudio()
+        self.vad = models.speech_gate.stream()
+        self.turns = TurnDetector(config.turn_detection, WINDOW, SAMPLING_RATE) if config.turn_detection else None
+        self.last_speech = 0  # end of the latest window Silero heard speech in
+        self.windows = 0  # windows Silero has scored
+        self.item: _Item | None = None
+        self.previous_item_id: str | None = None
+        self.language = config.language
+        self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
+        self.segments = 0
+        self.diarizer: LiveDiarizer | None = None
+        if config.diarize and supports_live_diarization(models.diarization_pipeline):
+            clustering = OnlineClustering(ClusteringSettings(), config.known_speakers)
+            self.diarizer = LiveDiarizer(models.diarization_pipeline, clustering, SAMPLING_RATE, DiarizerSettings(), should_stop)
+
+    @property
+    def speech_threshold(self) -> float:
+        return (self.config.turn_detection or TurnDetection()).threshold
+
+    def update(self, config: LiveConfig) -> None:
+        """New settings for the turns to come (language, prompt, turn detection)."""
+        if config.turn_detection != self.config.turn_detection:
+            self.turns = TurnDetector(config.turn_detection, WINDOW, SAMPLING_RATE) if config.turn_detection else None
+            if self.turns is not None:
+                self.turns.next_window = self.windows
+                self.turns.floor = self.audio.end
+        self.config = config
+        self.language = config.language or self.language
+
+    def append(self, samples: np.ndarray) -> list[LiveEvent]:
+        """Take new audio (16 kHz mono float32): turns that start or stop in it, and any words it firms up."""
+        first = self.audio.end
+        self.audio.append(samples)
+        probabilities = self.vad.probabilities(samples)
+        for index, probability in enumerate(probabilities, start=self.windows):
+            if probability >= self.speech_threshold:
+                self.last_speech = (index + 1) * WINDOW
+        self.windows += len(probabilities)
+        events: list[LiveEvent] = []
+        if self.turns is not None:
+            for boundary in self.turns.feed(probabilities):
+                if boundary.started and self.item is None:
+                    events += self._open(boundary.sample, announced=True)
+                elif not boundary.started and self.item is not None:
+                    events += self._close(boundary.sample, stopped=True)
+        elif self.item is None and len(samples):
+            events += self._open(first, announced=False)
+        events += self._step()
+        self._drop_old_audio()
+        return events
+
+    def commit(self) -> list[LiveEvent]:
+        """The client's ``input_audio_buffer.commit``: the turn so far is final now."""
+        if self.item is None or self.audio.end - self.item.start < MIN_COMMIT_S * SAMPLING_RATE:
+            raise InvalidRequestError(
+                f"the input audio buffer holds less than {MIN_COMMIT_S * 1000:g} ms of audio since the last commit; nothing to commit"
+            )
+        if self.turns is not None:
+            self.turns.force_stop(self.audio.end)
+        return self._close(self.audio.end, stopped=False)
+
+    def clear(self) -> list[LiveEvent]:
+        """The client's ``input_audio_buffer.clear``: the uncommitted turn is dropped."""
+        self.item = None
+        if self.turns is not None:
+            self.turns.force_stop(self.audio.end)
+        return [Cleared()]
+
+    def close(self) -> list[LiveEvent]:
+        """The end of the session: a turn still open is finished with what was heard."""
+        if self.item is None:
+            return []
+        return self._close(self.audio.end, stopped=False)
+
+    def _open(self, sample: int, announced: bool) -> list[LiveEvent]:
+        item = _Item(id=self.new_id("item"), start=sample, buffer_start=sample, last_decoded=sample)
+        item.agreement.last_end = sample / SAMPLING_RATE
+        self.item = item
+        return [SpeechStarted(item.id, _ms(sample))] if announced else []
+
+    def _close(self, end: int, stopped: bool) -> list[LiveEvent]:
+        item = self.item
+        assert item is not None
+        events: list[LiveEvent] = [SpeechStopped(item.id, _ms(end))] if stopped else []
+        events.append(Committed(item.id, self.previous_item_id))
+        final = item.agreement.update(self._decode(item.buffer_start, end)) if self.last_speech > item.buffer_start else []
+        events += self._deliver(item, final + item.agreement.flush())
+        events += self._segments(item, end, final=True)
+        events.append(TranscriptCompleted(item.id, item.text, round((end - item.start) / SAMPLING_RATE, 3)))
+        self.previous_item_id, self.item = item.id, None
+        return events
+
+    def _step(self) -> list[LiveEvent]:
+        """Decode the open turn when enough new audio came; label what the timeline now covers."""
+        item = self.item
+        if self.diarizer is not None:
+            with self.models.exclusive():
+                self.diarizer.advance(self.audio.read, self.audio.end)
+        if item is None:
+            return []
+        events: list[LiveEvent] = []
+        due = self.audio.end - item.last_decoded >= MIN_STEP_S * SAMPLING_RATE
+        if due and self.last_speech > item.buffer_start:
+            events += self._deliver(item, item.agreement.update(self._decode(item.buffer_start, self.audio.end)))
+            events += self._trim(item)
+        return events + self._segments(item, self.audio.end, final=False)
+
+    def _decode(self, start: int, end: int) -> list[Chunk]:
+        """Whisper's words for the session's samples ``[start, end)``, on the session's clock."""
+        samples = self.audio.read(start, end)
+        self.item.last_decoded = end  # type: ignore[union-attr]
+        if len(samples) < WINDOW:
+            return []
+        config = InferenceConfig(language=self.language, return_timestamps="word", batch_size=1, assisted=False, prompt=self._prompt(start))
+        with self.models.exclusive():
+            transcript = self.models.recognizer.transcribe(
+                samples, config, len(samples) / SAMPLING_RATE, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop
+            )
+        self.language = self.language or transcript.language
+        offset = start / SAMPLING_RATE
+        return [Chunk(word.text, word.start + offset, word.end + offset) for word in transcript.chunks]
+
+    def _prompt(self, start: int) -> str | None:
+        """The client's prompt, then the last final words heard before ``start``."""
+        before = [word.text for word in self.context if word.end <= start / SAMPLING_RATE]
+        recent = "".join(before).strip()[-PROMPT_CHARS:]
+        prompt = " ".join(part for part in (self.config.prompt, recent) if part)
+        return prompt or None
+
+    def _deliver(self, item: _Item, words: list[Chunk]) -> list[LiveEvent]:
+        text = "".join(word.text for word in words)
+        if not item.text:
+            text = text.lstrip()
+        if not text:
+            return []
+        item.words.extend(words)
+        item.text += text
+        self.context.extend(words)
+        return [TranscriptDelta(item.id, text)]
+
+    def _trim(self, item: _Item) -> list[LiveEvent]:
+        """Cut the decoded buffer at a final sentence end once it is long (see the module doc)."""
+        length = (self.audio.end - item.buffer_start) / SAMPLING_RATE
+        if length <= TRIM_S:
+            return []
+        events: list[LiveEvent] = []
+        inside = [word for word in item.words if word.end * SAMPLING_RATE > item.buffer_start]
+        sentence_ends = [word for word in inside if ends_sentence(word.text)]
+        if sentence_ends:
+            cut = sentence_ends[-1].end
+        elif inside and length > FORCE_TRIM_S:
+            cut = inside[-1].end
+        elif length > MAX_BUFFER_S:  # nothing final in a whole window: what the last decode heard is final
+            words = item.agreement.flush()
+            events += self._deliver(item, words)
+            cut = words[-1].end if words else self.audio.end / SAMPLING_RATE
+        else:
+            return []
+        item.buffer_start = max(item.buffer_start, int(cut * SAMPLING_RATE))
+        return events
+
+    def _segments(self, item: _Item, end: int, final: bool) -> list[LiveEvent]:
+        """Sentence-sized runs of final words with their speaker, for the words the speaker
+        timeline is final over; the last run waits for more words unless the turn is over."""
+        if self.diarizer is None:
+            return []
+        if final:
+            with self.models.exclusive():
+                self.diarizer.advance(self.audio.read, end, final=True)
+        unsent = item.words[item.sent :]
+        covered = len(unsent) if final else next((n for n, word in enumerate(unsent) if word.end > self.diarizer.horizon), len(unsent))
+        ready = unsent[:covered]
+        if not ready:
+            return []
+        speakers = word_speakers(ready, self.diarizer.turns_between(ready[0].start - 1.0, ready[-1].end + 1.0))
+        ranges = segment_ranges(ready, speakers)
+        if not final:
+            ranges = ranges[:-1]
+        events: list[LiveEvent] = []
+        for span in ranges:
+            words = ready[span.start : span.stop]
+            self.segments += 1
+            events.append(TranscriptSegment(item.id, f"seg_{self.segments:04d}", speakers[span.start], words[0].start, words[-1].end, joined_text(words)))
+            item.sent += len(words)
+        self.diarizer.forget_before(ready[0].start - 5.0)
+        return events
+
+    def _drop_old_audio(self) -> None:
+        keep = self.audio.end - int(KEEP_BEFORE_S * SAMPLING_RATE)
+        if self.item is not None:
+            keep = min(keep, self.item.buffer_start)
+        if self.diarizer is not None:
+            keep = min(keep, self.diarizer.oldest_needed)
+        self.audio.drop_before(keep)

@@ -1,0 +1,336 @@
+"""Live transcription over a WebSocket: ``GET /v1/realtime?intent=transcription``, OpenAI's Realtime protocol.
+
+The client streams base64 PCM in ``input_audio_buffer.append`` events; the server answers with
+turns (``input_audio_buffer.speech_started`` / ``speech_stopped`` / ``committed``), words as they
+become final (``conversation.item.input_audio_transcription.delta``), sentence-sized segments with
+their speaker (``.segment``) and each turn's whole text (``.completed``). The protocol's shapes are
+in ``realtime_protocol``, the session itself in ``live.session``, on the server's one set of models.
+
+Bounds (``ServerSettings``, README "Live transcription"): ``LIVE_MAX_SESSIONS`` at once (more are
+refused with an ``error`` event and close code 1013), ``LIVE_IDLE_TIMEOUT_S`` without a client
+event, ``LIVE_MAX_SESSION_S`` in all, ``LIVE_MAX_FRAME_KB`` a frame (Uvicorn's ``ws_max_size``: a
+bigger frame closes that session with 1009), and ``LIVE_MAX_BACKLOG_S`` of audio received but not
+yet processed: past it the server stops reading the socket until the session catches up, so a
+client sending faster than real time is slowed by TCP instead of filling memory. With
+``API_KEY``, the key comes in ``Authorization: Bearer`` or, from a browser, in the subprotocol
+``openai-insecure-api-key.<key>`` (never the query string); a wrong key is refused in the handshake (HTTP 401).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+from starlette.websockets import WebSocketState
+
+from speaker_transcripts.config import parse_parameters, resolve_request
+from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
+from speaker_transcripts.live.session import LiveConfig, LiveSession
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE, PcmStream
+from speaker_transcripts.server.errors import logger
+from speaker_transcripts.server.middleware import WRONG_KEY
+from speaker_transcripts.server.realtime_protocol import (
+    ProtocolError,
+    SessionSettings,
+    audio_of,
+    error_event,
+    new_id,
+    parse_event,
+    server_event,
+    session_object,
+    updated_settings,
+)
+
+router = APIRouter()
+BROWSER_KEY_PREFIX = "openai-insecure-api-key."
+REALTIME_SUBPROTOCOL = "realtime"
+
+
+class LiveSlots:
+    """The live sessions running now, at most ``limit``; their threads, one per session."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+        self.executor = ThreadPoolExecutor(max_workers=max(limit, 1), thread_name_prefix="live")
+
+    def take(self) -> bool:
+        if self.active >= self.limit:
+            return False
+        self.active += 1
+        return True
+
+    def give_back(self) -> None:
+        self.active -= 1
+
+
+def _offered_key(websocket: WebSocket) -> tuple[bytes | None, bool]:
+    """The key the client sent (``Authorization: Bearer`` or the browser subprotocol) and
+    whether it sent more than one ``Authorization`` header."""
+    authorizations = [value for name, value in websocket.scope["headers"] if name == b"authorization"]
+    if authorizations:
+        scheme, _, token = authorizations[0].partition(b" ")
+        return (token.strip() if scheme.lower() == b"bearer" else None), len(authorizations) > 1
+    for protocol in websocket.scope.get("subprotocols", []):
+        if protocol.startswith(BROWSER_KEY_PREFIX):
+            return protocol.removeprefix(BROWSER_KEY_PREFIX).encode(), False
+    return None, False
+
+
+@router.websocket("/v1/realtime")
+async def realtime(websocket: WebSocket) -> None:
+    """OpenAI's Realtime API, transcription sessions (``?intent=transcription``; ``model`` is accepted and ignored)."""
+    app = websocket.app
+    settings = app.state.settings
+    handler = app.state.handler
+    if settings.api_key is not None:
+        key, twice = _offered_key(websocket)
+        expected = settings.api_key.get_secret_value().encode()
+        if twice or key is None or not hmac.compare_digest(key, expected):
+            app.state.metrics.live_refused.labels("auth").inc()
+            message = "send one Authorization header, not several" if twice else WRONG_KEY + " (a browser: the subprotocol openai-insecure-api-key.<API_KEY>)"
+            await websocket.send_denial_response(JSONResponse({"error": message}, status_code=400 if twice else 401))
+            return
+    offered = websocket.scope.get("subprotocols", [])
+    await websocket.accept(subprotocol=REALTIME_SUBPROTOCOL if REALTIME_SUBPROTOCOL in offered else None)
+    intent = websocket.query_params.get("intent", "transcription")
+    slots: LiveSlots = app.state.live
+    if intent != "transcription":
+        await _refuse(websocket, f"intent {intent!r} is not served here: this server runs transcription sessions (?intent=transcription)",
+                      "invalid_intent", 1008)
+        return
+    if not slots.take():
+        app.state.metrics.live_refused.labels("capacity").inc()
+        await _refuse(websocket, f"the server is at capacity ({slots.limit} live sessions, LIVE_MAX_SESSIONS); try again later",
+                      "server_busy", 1013, kind="server_error")
+        return
+    app.state.metrics.live_sessions.inc()
+    try:
+        await Connection(websocket, handler, settings, slots.executor).run()
+    finally:
+        slots.give_back()
+        app.state.metrics.live_sessions.dec()
+
+
+async def _refuse(websocket: WebSocket, message: str, code: str, close_code: int, kind: str = "invalid_request_error") -> None:
+    await websocket.send_json(error_event(message, code, kind=kind))
+    await websocket.close(close_code, reason=code)
+
+
+class ClientGone(Exception):
+    """The client left or stopped reading: nobody is left to answer."""
+
+
+class Connection:
+    """One accepted session: a reader of client events, a worker running the session in a thread
+    (events in order, audio that piled up meanwhile taken in one go), and the limits in time."""
+
+    def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor) -> None:
+        self.websocket = websocket
+        self.handler = handler
+        self.limits = settings
+        self.executor = executor
+        self.id = new_id("sess")
+        self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
+        self.settings = SessionSettings()
+        self.voices: dict[str, Any] = {}  # known speakers' embeddings, made when they are set
+        self.expires_at = time.time() + settings.live_max_session_s
+        self.inbox: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
+        self.backlog = 0  # samples received, not yet processed
+        self.caught_up = asyncio.Event()
+        self.session: LiveSession | None = None
+        self.stream: PcmStream | None = None
+        self.stopped = threading.Event()  # set: the session's thread stops at its next decoder step
+        self.running: asyncio.Future[Any] | None = None  # the session's thread at work
+
+    async def send(self, event: dict[str, Any]) -> None:
+        """Send one event; a client that is gone, or stops reading for ``WRITE_TIMEOUT_S``, ends the session."""
+        if self.websocket.client_state != WebSocketState.CONNECTED:
+            raise ClientGone
+        try:
+            await asyncio.wait_for(self.websocket.send_json(event), timeout=self.limits.write_timeout_s)
+        except (TimeoutError, WebSocketDisconnect, RuntimeError, OSError) as error:
+            self.stopped.set()
+            raise ClientGone from error
+
+    async def close(self, code: int) -> None:
+        """Close the socket unless the client already has."""
+        if self.websocket.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+                await self.websocket.close(code)
+
+    async def run(self) -> None:
+        kind = "transcription_session.created" if self.beta else "session.created"
+        reader = asyncio.ensure_future(self._read())
+        worker = asyncio.ensure_future(self._work())
+        try:
+            await self.send({"type": kind, "event_id": new_id("event"), "session": self._session_object()})
+            done, _ = await asyncio.wait({reader, worker}, timeout=max(self.expires_at - time.time(), 0.0),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if worker not in done:
+                if not done:  # the session's time is up: the open turn is finished, then the session closes
+                    await self.send(error_event(f"the session reached its limit of {self.limits.live_max_session_s:g} s "
+                                                "(LIVE_MAX_SESSION_S)", "session_expired"))
+                if reader in done and reader.result() == "gone":
+                    raise ClientGone
+                await self.inbox.put(("close", None, None))  # idle, or expired: finish what was sent
+                await worker
+        except ClientGone:
+            self.stopped.set()
+        finally:
+            reader.cancel()
+            worker.cancel()
+            if self.running is not None:  # the thread stops within a decoder step; the slot frees after it
+                await asyncio.wait([self.running])
+        for task in (reader, worker):
+            if task.done() and not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), ClientGone):
+                logger.error("live session %s failed: %r", self.id, task.exception())
+
+    def _session_object(self) -> dict[str, Any]:
+        return session_object(self.id, self.settings, self.handler.configured.asr_model, self.expires_at, self.beta)
+
+    async def _read(self) -> str:
+        """Read client events until the client leaves ("gone") or idles ("idle")."""
+        while True:
+            try:
+                message = await asyncio.wait_for(self.websocket.receive(), timeout=self.limits.live_idle_timeout_s)
+            except TimeoutError:
+                await self.send(error_event(f"no event for {self.limits.live_idle_timeout_s:g} s (LIVE_IDLE_TIMEOUT_S); "
+                                            "closing the session", "session_idle"))
+                return "idle"
+            except (WebSocketDisconnect, RuntimeError):
+                return "gone"
+            if message["type"] == "websocket.disconnect":
+                return "gone"
+            frame = message.get("text") if message.get("text") is not None else message.get("bytes")
+            client_event_id = None
+            try:
+                event = parse_event(frame or b"")
+                client_event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
+                await self._accept(event, client_event_id)
+            except ProtocolError as error:
+                await self.send(error_event(str(error), error.code, error.param, client_event_id))
+            except InvalidRequestError as error:
+                await self.send(error_event(str(error), "invalid_value", None, client_event_id))
+
+    async def _accept(self, event: dict[str, Any], client_event_id: str | None) -> None:
+        kind = event["type"]
+        if kind in ("session.update", "transcription_session.update"):
+            settings = updated_settings(self.settings, event)
+            if self.stream is not None and settings.rate != self.settings.rate:
+                raise ProtocolError("the audio format cannot change once audio was sent", "invalid_value", "session.audio.input.format")
+            if self.stream is not None and (settings.diarize, settings.known_speakers) != (self.settings.diarize, self.settings.known_speakers):
+                raise ProtocolError("diarize and known_speakers are set before the first audio is sent", "invalid_value",
+                                    "session.audio.input.transcription")
+            await self.inbox.put(("update", settings, client_event_id))
+        elif kind == "input_audio_buffer.append":
+            pcm = audio_of(event)
+            if self.stream is None:
+                self.stream = PcmStream(self.settings.rate)
+            samples = self.stream(pcm)
+            while self.backlog > self.limits.live_max_backlog_s * SAMPLING_RATE:  # the session is behind: stop reading
+                self.caught_up.clear()
+                await self.caught_up.wait()
+            self.backlog += len(samples)
+            await self.inbox.put(("audio", samples, client_event_id))
+        else:
+            await self.inbox.put((kind.removeprefix("input_audio_buffer."), None, client_event_id))
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self.inbox.get()]
+            while not self.inbox.empty():
+                batch.append(self.inbox.get_nowait())
+            for kind, value, client_event_id in _coalesced(batch):
+                if kind == "audio":
+                    self.backlog -= len(value)
+                    self.caught_up.set()
+                self.running = loop.run_in_executor(self.executor, self._apply, kind, value)
+                try:
+                    events = await self.running
+                except ProtocolError as error:
+                    await self.send(error_event(str(error), error.code, error.param, client_event_id))
+                    continue
+                except InvalidRequestError as error:
+                    await self.send(error_event(str(error), "invalid_value", None, client_event_id))
+                    continue
+                except RequestAbandoned:
+                    return
+                finally:
+                    self.running = None
+                if kind == "update":
+                    await self.send({"type": ("transcription_session.updated" if self.beta else "session.updated"),
+                                     "event_id": new_id("event"), "session": self._session_object()})
+                for event in events:
+                    await self.send(server_event(event))
+                if kind == "close":
+                    await self.close(1000)
+                    return
+
+    def _apply(self, kind: str, value: Any) -> list[LiveEvent]:
+        """One client command on the session, in the session's thread; the session starts with the first audio."""
+        if self.stopped.is_set():
+            raise RequestAbandoned("the client left")
+        if kind == "update":
+            self._update(value)
+            return []
+        if self.session is None:
+            if kind == "commit":
+                raise InvalidRequestError("the input audio buffer is empty; nothing to commit")
+            if kind != "audio":
+                return [Cleared()] if kind == "clear" else []
+            self.session = LiveSession(self.handler, self._live_config(), new_id=new_id, should_stop=self.stopped.is_set)
+        session = self.session
+        open_item = session.item.id if session.item is not None else None
+        actions: dict[str, Callable[[], list[LiveEvent]]] = {
+            "audio": lambda: session.append(value), "commit": session.commit, "clear": session.clear, "close": session.close,
+        }
+        try:
+            return actions[kind]()
+        except (InvalidRequestError, RequestAbandoned):
+            raise
+        except Exception as error:  # noqa: BLE001 (a bug or a device failure: said for the turn, the session goes on)
+            logger.error("live session %s: %r", self.id, error, exc_info=error)
+            session.item = None
+            return [TranscriptFailed(open_item or new_id("item"), "the turn could not be transcribed; the server log has the details")]
+
+    def _update(self, settings: SessionSettings) -> None:
+        """Check a new configuration against the loaded models (a file request's rules) and apply it."""
+        parameters: dict[str, Any] = {"language": settings.language, "prompt": settings.prompt,
+                                      "known_speakers": [speaker.model_dump() for speaker in settings.known_speakers]}
+        if settings.diarize is not None:
+            parameters["diarize"] = settings.diarize
+        config = resolve_request(parse_parameters(parameters)[0], self.handler.capabilities).config
+        settings = settings.model_copy(update={"language": config.language})
+        if self.session is None:
+            self.voices = self.handler.voice_embeddings(settings.known_speakers) if settings.known_speakers else {}
+        self.settings = settings
+        if self.session is not None:
+            self.session.update(self._live_config())
+
+    def _live_config(self) -> LiveConfig:
+        diarize = self.settings.diarize if self.settings.diarize is not None else self.handler.capabilities.has_diarization
+        return LiveConfig(language=self.settings.language, prompt=self.settings.prompt, turn_detection=self.settings.turn_detection,
+                          diarize=bool(diarize), known_speakers=self.voices)
+
+
+def _coalesced(batch: list[tuple[str, Any, str | None]]) -> list[tuple[str, Any, str | None]]:
+    """Consecutive audio appends as one (the session decodes what piled up in one go)."""
+    merged: list[tuple[str, Any, str | None]] = []
+    for kind, value, client_event_id in batch:
+        if kind == "audio" and merged and merged[-1][0] == "audio":
+            merged[-1] = ("audio", np.concatenate([merged[-1][1], value]), client_event_id)
+        else:
+            merged.append((kind, value, client_event_id))
+    return merged

@@ -1,0 +1,40 @@
+"""Online clustering: local voices to session speakers, one to one, labels never revised."""
+
+import numpy as np
+
+from speaker_transcripts.live.clustering import ClusteringSettings, OnlineClustering
+
+rng = np.random.default_rng(0)
+ANN, BEN, CAL = (rng.standard_normal(16) for _ in range(3))
+
+
+def near(voice: np.ndarray, noise: float = 0.1) -> np.ndarray:
+    return voice + noise * np.linalg.norm(voice) / 4 * rng.standard_normal(voice.shape)
+
+
+def test_voices_get_stable_labels_in_order_of_appearance():
+    clustering = OnlineClustering(ClusteringSettings())
+    assert clustering.assign(np.stack([near(ANN)]), [0.8]) == ["SPEAKER_00"]
+    assert clustering.assign(np.stack([near(BEN), near(ANN)]), [0.5, 0.4]) == ["SPEAKER_01", "SPEAKER_00"]
+    assert clustering.assign(np.stack([near(ANN), near(BEN)]), [0.5, 0.5]) == ["SPEAKER_00", "SPEAKER_01"]
+
+
+def test_two_voices_of_one_window_are_never_one_speaker():
+    clustering = OnlineClustering(ClusteringSettings())
+    clustering.assign(np.stack([near(ANN)]), [0.9])
+    labels = clustering.assign(np.stack([near(ANN, 0.05), near(ANN, 0.2)]), [0.9, 0.9])
+    assert labels[0] == "SPEAKER_00" and labels[1] != "SPEAKER_00"
+
+
+def test_a_short_unknown_voice_waits_and_a_silent_row_is_skipped():
+    clustering = OnlineClustering(ClusteringSettings(min_new_speech=0.25))
+    nan_row = np.full(16, np.nan)
+    assert clustering.assign(np.stack([near(ANN), nan_row]), [0.1, 0.5]) == [None, None]
+    assert clustering.labels == []
+
+
+def test_known_speakers_are_named_only_when_close_enough():
+    clustering = OnlineClustering(ClusteringSettings(), known={"Ann": ANN})
+    labels = clustering.assign(np.stack([near(ANN), near(CAL)]), [0.5, 0.5])
+    assert labels == ["Ann", "SPEAKER_00"]
+    assert clustering.labels == ["Ann", "SPEAKER_00"]

@@ -1,0 +1,126 @@
+"""A live session on tiny random models: turns, final words, segments and their order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.live import session as live
+from speaker_transcripts.live.events import (
+    Cleared,
+    Committed,
+    SpeechStarted,
+    SpeechStopped,
+    TranscriptCompleted,
+    TranscriptDelta,
+    TranscriptSegment,
+)
+from speaker_transcripts.live.session import LiveConfig, LiveSession
+from speaker_transcripts.pipeline.audio import decode_file
+
+RATE = 16000
+
+
+@pytest.fixture(scope="module")
+def conversation(speech_wav) -> np.ndarray:
+    """The speech clip twice, 1.5 s of quiet between and after: two turns."""
+    speech = decode_file(speech_wav).samples
+    quiet = np.zeros(int(1.5 * RATE), dtype=np.float32)
+    return np.concatenate([quiet[:RATE // 2], speech, quiet, speech, quiet])
+
+
+def stream(session: LiveSession, samples: np.ndarray, piece_s: float = 0.1) -> list:
+    size = int(piece_s * RATE)
+    return [event for start in range(0, len(samples), size) for event in session.append(samples[start : start + size])]
+
+
+def by_item(events: list) -> dict[str, list]:
+    items: dict[str, list] = {}
+    for event in events:
+        if hasattr(event, "item_id"):
+            items.setdefault(event.item_id, []).append(event)
+    return items
+
+
+def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_order(live_handler, conversation):
+    events = stream(LiveSession(live_handler, LiveConfig(language="en")), conversation)
+    items = by_item(events)
+    assert len(items) == 2
+    for item_events in items.values():
+        kinds = [type(event) for event in item_events]
+        assert kinds[0] is SpeechStarted and kinds[-1] is TranscriptCompleted
+        assert kinds.index(SpeechStopped) < kinds.index(Committed) < kinds.index(TranscriptCompleted)
+        completed = item_events[-1]
+        deltas = "".join(event.delta for event in item_events if isinstance(event, TranscriptDelta))
+        assert deltas == completed.transcript  # the deltas are the transcript, nothing sent twice or lost
+        segments = [event for event in item_events if isinstance(event, TranscriptSegment)]
+        assert "".join(segment.text for segment in segments).replace(" ", "") == completed.transcript.replace(" ", "")
+        assert all(segment.speaker for segment in segments) and [s.start for s in segments] == sorted(s.start for s in segments)
+        started, stopped = item_events[0], next(event for event in item_events if isinstance(event, SpeechStopped))
+        assert 0 <= started.audio_start_ms < stopped.audio_end_ms <= len(conversation) * 1000 // RATE
+
+
+def test_the_turns_do_not_depend_on_how_the_audio_was_cut(live_handler, conversation):
+    def turns(piece_s: float) -> list[tuple[int, int]]:
+        events = stream(LiveSession(live_handler, LiveConfig(language="en")), conversation, piece_s)
+        starts = [event.audio_start_ms for event in events if isinstance(event, SpeechStarted)]
+        stops = [event.audio_end_ms for event in events if isinstance(event, SpeechStopped)]
+        return list(zip(starts, stops, strict=True))
+
+    assert turns(0.1) == turns(0.37) == turns(2.0)
+
+
+def test_without_turn_detection_the_client_commits_each_turn(live_handler, conversation):
+    session = LiveSession(live_handler, LiveConfig(language="en", turn_detection=None))
+    with pytest.raises(InvalidRequestError, match="nothing to commit"):
+        session.commit()
+    events = stream(session, conversation[: 4 * RATE])
+    assert not any(isinstance(event, (SpeechStarted, SpeechStopped, TranscriptCompleted)) for event in events)
+    committed = session.commit()
+    assert isinstance(committed[0], Committed) and isinstance(committed[-1], TranscriptCompleted)
+    with pytest.raises(InvalidRequestError):
+        session.commit()  # nothing since the last commit
+
+
+def test_a_cleared_turn_is_dropped_and_the_session_goes_on(live_handler, conversation):
+    session = LiveSession(live_handler, LiveConfig(language="en"))
+    first = stream(session, conversation[: int(2.0 * RATE)])
+    assert any(isinstance(event, SpeechStarted) for event in first)
+    assert session.clear() == [Cleared()]
+    rest = stream(session, conversation[int(2.0 * RATE):])
+    cleared_item = next(event.item_id for event in first if isinstance(event, SpeechStarted))
+    assert not any(isinstance(event, TranscriptCompleted) and event.item_id == cleared_item for event in rest)
+    assert any(isinstance(event, TranscriptCompleted) for event in rest)
+
+
+def test_a_long_turn_is_decoded_in_a_bounded_buffer_and_its_audio_is_not_kept(live_handler, speech_wav, monkeypatch):
+    """A 60-s turn that nothing ends (the client commits turns itself): no decode hears more than
+    Whisper's window, and the session keeps a bounded stretch of audio, not the turn."""
+    speech = decode_file(speech_wav).samples
+    monologue = np.concatenate([speech] * 22)
+    heard: list[float] = []
+    decode = LiveSession._decode
+
+    def spy(self, start, end):
+        heard.append((end - start) / RATE)
+        return decode(self, start, end)
+
+    monkeypatch.setattr(LiveSession, "_decode", spy)
+    monkeypatch.setattr(live, "TRIM_S", 5.0)  # tiny random Whisper ends few sentences: trim early to see the rule
+    session = LiveSession(live_handler, LiveConfig(language="en", diarize=False, turn_detection=None))
+    kept = []
+    for start in range(0, len(monologue), RATE):
+        session.append(monologue[start : start + RATE])
+        kept.append((session.audio.end - session.audio.start) / RATE)
+    assert session.item is not None and max(heard) <= live.MAX_BUFFER_S + 1.0
+    assert max(kept) <= live.MAX_BUFFER_S + live.KEEP_BEFORE_S + 1.0
+
+
+def test_a_session_told_to_stop_stops_within_a_decode(live_handler, conversation):
+    stop = [False]
+    session = LiveSession(live_handler, LiveConfig(language="en"), should_stop=lambda: stop[0])
+    stream(session, conversation[: RATE])
+    stop[0] = True
+    with pytest.raises(RequestAbandoned):
+        stream(session, conversation[RATE:])

@@ -1,0 +1,274 @@
+"""Live transcription over a WebSocket (GET /v1/realtime): real Uvicorn on 127.0.0.1, the official
+``openai`` client's realtime connection and a raw ``websockets`` client. Tiny random models: the words
+are nonsense, the protocol and the limits are real."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+from servers import serving
+from websockets.asyncio.client import connect
+
+from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.server.app import create_app
+
+RATE = 24000
+TRANSCRIPTION = {"type": "transcription", "audio": {"input": {"format": {"type": "audio/pcm", "rate": RATE},
+                                                              "transcription": {"model": "whisper-1", "language": "en"}}}}
+
+
+@pytest.fixture(scope="module")
+def pcm(speech_wav) -> bytes:
+    """The speech clip twice with pauses, as 24-kHz 16-bit PCM: two turns."""
+    import av
+
+    speech = decode_file(speech_wav).samples
+    quiet = np.zeros(16000 * 3 // 2, dtype=np.float32)
+    samples = np.concatenate([quiet[:8000], speech, quiet, speech, quiet])
+    frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="flt", layout="mono")
+    frame.sample_rate = 16000
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+    return b"".join(bytes(out.planes[0])[: out.samples * 2] for out in [*resampler.resample(frame), *resampler.resample(None)])
+
+
+def appends(pcm: bytes, seconds: float = 0.1) -> list[str]:
+    size = int(RATE * seconds) * 2
+    return [base64.b64encode(pcm[start : start + size]).decode() for start in range(0, len(pcm), size)]
+
+
+@pytest.fixture(scope="module")
+def live_url(live_handler):
+    with serving(create_app(lambda: live_handler, ServerSettings())) as base_url:
+        yield base_url
+
+
+def ws_url(base_url: str, query: str = "?intent=transcription") -> str:
+    return base_url.replace("http://", "ws://") + "/v1/realtime" + query
+
+
+async def events_until(socket, last_type: str, count: int = 1, guard_s: float = 120.0) -> list[dict]:
+    """Events received until ``count`` of ``last_type`` came (the guard turns a hang into a failure)."""
+    received = []
+    async with asyncio.timeout(guard_s):
+        while sum(event["type"] == last_type for event in received) < count:
+            received.append(json.loads(await socket.recv()))
+    return received
+
+
+def test_the_openai_client_streams_a_conversation_and_gets_turns_words_and_speakers(live_url, pcm):
+    from openai import AsyncOpenAI
+
+    async def session() -> list:
+        client = AsyncOpenAI(base_url=live_url + "/v1", api_key="unused")
+        received = []
+        async with client.realtime.connect(extra_query={"intent": "transcription"}) as connection:
+            await connection.session.update(session=TRANSCRIPTION)
+            for chunk in appends(pcm):
+                await connection.input_audio_buffer.append(audio=chunk)
+            async with asyncio.timeout(120):
+                async for event in connection:
+                    received.append(event)
+                    if sum(e.type == "conversation.item.input_audio_transcription.completed" for e in received) == 2:
+                        break
+        return received
+
+    events = asyncio.run(session())
+    kinds = [event.type for event in events]
+    assert kinds[:2] == ["session.created", "session.updated"]
+    assert events[1].session.audio.input.transcription.language == "en"
+    for item in dict.fromkeys(event.item_id for event in events if getattr(event, "item_id", None)):
+        of_item = [event for event in events if getattr(event, "item_id", None) == item]
+        order = [event.type.rsplit(".", 1)[-1] for event in of_item]
+        assert order[0] == "speech_started" and order[-1] == "completed"
+        assert order.index("speech_stopped") < order.index("committed") < order.index("completed")
+        completed = of_item[-1]
+        assert "".join(event.delta for event in of_item if event.type.endswith(".delta")) == completed.transcript
+        segments = [event for event in of_item if event.type.endswith(".segment")]
+        assert segments and all(segment.speaker and segment.start <= segment.end for segment in segments)
+        assert completed.usage.type == "duration" and completed.usage.seconds > 0
+
+
+def test_a_raw_websocket_client_with_the_beta_events_and_manual_commits(live_url, pcm):
+    async def session() -> tuple[list, list]:
+        async with connect(ws_url(live_url), additional_headers={"OpenAI-Beta": "realtime=v1"}) as socket:
+            created = json.loads(await socket.recv())
+            await socket.send(json.dumps({"type": "transcription_session.update", "session": {
+                "input_audio_format": "pcm16", "input_audio_transcription": {"model": "whisper-1", "language": "en"},
+                "turn_detection": None}}))
+            updated = json.loads(await socket.recv())
+            for chunk in appends(pcm[: RATE * 2 * 4]):
+                await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+            await socket.send(json.dumps({"type": "input_audio_buffer.commit", "event_id": "mine"}))
+            first = await events_until(socket, "conversation.item.input_audio_transcription.completed")
+            await socket.send(json.dumps({"type": "input_audio_buffer.commit", "event_id": "again"}))
+            second = await events_until(socket, "error")
+            return [created, updated], first + second
+
+    (created, updated), events = asyncio.run(session())
+    assert created["type"] == "transcription_session.created" and updated["type"] == "transcription_session.updated"
+    assert updated["session"]["turn_detection"] is None and updated["session"]["input_audio_format"] == "pcm16"
+    kinds = [event["type"] for event in events]
+    assert "input_audio_buffer.speech_started" not in kinds  # no turn detection: the client decides
+    assert kinds.index("input_audio_buffer.committed") < kinds.index("conversation.item.input_audio_transcription.completed")
+    assert events[-1]["error"]["event_id"] == "again" and "nothing to commit" in events[-1]["error"]["message"]
+    assert all(event["event_id"].startswith("event_") for event in events)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", "invalid_json"),
+        (json.dumps([1, 2]), "invalid_event"),
+        (json.dumps({"type": "response.create"}), "unknown_event_type"),
+        (json.dumps({"type": "input_audio_buffer.append", "audio": "%%%"}), "invalid_audio"),
+        (json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(b"\0" * 3).decode()}), "invalid_audio"),
+        (json.dumps({"type": "session.update", "session": {"type": "realtime"}}), "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {"format": {"type": "audio/pcmu"}}}}}),
+         "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 44100}}}}}),
+         "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {"language": "xx"}}}}}), "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"turn_detection": {"silence_duration_ms": -5}}}}}),
+         "invalid_value"),
+        (json.dumps({"type": "input_audio_buffer.commit"}), "invalid_value"),
+    ],
+)
+def test_a_bad_event_gets_an_error_event_and_the_session_goes_on(live_url, pcm, frame, code):
+    async def session() -> tuple[dict, dict]:
+        async with connect(ws_url(live_url)) as socket:
+            await socket.recv()  # session.created
+            await socket.send(frame)
+            error = json.loads(await socket.recv())
+            await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+            return error, json.loads(await socket.recv())
+
+    error, after = asyncio.run(session())
+    assert error["type"] == "error" and error["error"]["code"] == code, error
+    assert "Traceback" not in error["error"]["message"] and len(error["error"]["message"]) < 400
+    assert after["type"] == "session.updated"
+
+
+@pytest.fixture(scope="module")
+def keyed_url(live_handler):
+    with serving(create_app(lambda: live_handler, ServerSettings(api_key="sk-live-test"))) as base_url:
+        yield base_url
+
+
+def test_the_key_comes_in_the_authorization_header_or_the_browser_subprotocol_never_the_query(keyed_url):
+    async def attempt(**options) -> str:
+        query = options.pop("query", "?intent=transcription")
+        try:
+            async with connect(ws_url(keyed_url, query), **options) as socket:
+                event = json.loads(await socket.recv())
+                return f"{event['type']} {socket.subprotocol}"
+        except websockets.exceptions.InvalidStatus as refused:
+            return str(refused.response.status_code)
+
+    async def all_attempts() -> list[str]:
+        return [
+            await attempt(),
+            await attempt(additional_headers={"Authorization": "Bearer wrong"}),
+            await attempt(query="?intent=transcription&api_key=sk-live-test"),
+            await attempt(additional_headers={"Authorization": "Bearer sk-live-test"}),
+            await attempt(subprotocols=["realtime", "openai-insecure-api-key.sk-live-test"]),
+            await attempt(subprotocols=["realtime", "openai-insecure-api-key.wrong"]),
+        ]
+
+    assert asyncio.run(all_attempts()) == ["401", "401", "401", "session.created None", "session.created realtime", "401"]
+
+
+def test_sessions_beyond_the_cap_are_refused_and_a_vanished_client_frees_its_slot_at_once(live_handler, pcm):
+    settings = ServerSettings(live_max_sessions=1)
+    with serving(create_app(lambda: live_handler, settings)) as base_url:
+        def open_sessions() -> float:
+            metrics = httpx.get(base_url + "/metrics", timeout=30).text
+            return float(next(line.split()[-1] for line in metrics.splitlines() if line.startswith("speaker_transcripts_live_sessions ")))
+
+        async def scenario() -> tuple[dict, int, str]:
+            first = await connect(ws_url(base_url))
+            await first.recv()
+            for chunk in appends(pcm[: RATE * 2]):
+                await first.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+            async with connect(ws_url(base_url)) as second:
+                refusal = json.loads(await second.recv())
+                with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                    await second.recv()
+            first.transport.abort()  # the client vanishes mid-session, without a close handshake
+            await asyncio.to_thread(wait_until, lambda: open_sessions() == 0)
+            async with connect(ws_url(base_url)) as third:
+                accepted = json.loads(await third.recv())["type"]
+            return refusal, closed.value.rcvd.code, accepted
+
+        refusal, code, accepted = asyncio.run(scenario())
+    assert refusal["error"]["code"] == "server_busy" and "LIVE_MAX_SESSIONS" in refusal["error"]["message"]
+    assert code == 1013 and accepted == "session.created"
+
+
+def wait_until(condition, guard_s: float = 120.0) -> None:
+    deadline = time.monotonic() + guard_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.05)
+
+
+def test_an_idle_session_is_told_and_closed(live_handler):
+    with serving(create_app(lambda: live_handler, ServerSettings(live_idle_timeout_s=0.5))) as base_url:
+        async def scenario() -> tuple[dict, int]:
+            async with connect(ws_url(base_url)) as idle:
+                await idle.recv()
+                said = json.loads(await idle.recv())
+                with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                    await idle.recv()
+            return said, closed.value.rcvd.code
+
+        said, code = asyncio.run(scenario())
+    assert said["error"]["code"] == "session_idle" and "LIVE_IDLE_TIMEOUT_S" in said["error"]["message"] and code == 1000
+
+
+def test_a_frame_over_the_limit_closes_only_its_own_session(live_handler):
+    settings = ServerSettings(live_max_frame_kb=16)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:  # the frame limit is Uvicorn's
+        async def scenario() -> tuple[int, str]:
+            async with connect(ws_url(base_url)) as bystander, connect(ws_url(base_url)) as abusive:
+                await bystander.recv()
+                await abusive.recv()
+                await abusive.send(json.dumps({"type": "input_audio_buffer.append", "audio": "A" * 20_000}))
+                with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                    await abusive.recv()
+                await bystander.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                return closed.value.rcvd.code, json.loads(await bystander.recv())["type"]
+
+        code, still = asyncio.run(scenario())
+    assert code == 1009 and still == "session.updated"
+
+
+def test_a_session_ends_at_its_time_limit_with_its_open_turn_finished(live_handler, pcm):
+    settings = ServerSettings(live_max_session_s=3.0)
+    with serving(create_app(lambda: live_handler, settings)) as base_url:
+        async def scenario() -> list[dict]:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": {
+                    "audio": {"input": {"turn_detection": None, "transcription": {"language": "en"}}}}}))
+                for chunk in appends(pcm[: RATE * 2 * 3]):
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                received = []
+                with pytest.raises(websockets.exceptions.ConnectionClosedOK):
+                    async with asyncio.timeout(120):
+                        while True:
+                            received.append(json.loads(await socket.recv()))
+                return received
+
+        events = asyncio.run(scenario())
+    kinds = [event["type"] for event in events]
+    expired = kinds.index("error")
+    assert events[expired]["error"]["code"] == "session_expired"
+    assert "conversation.item.input_audio_transcription.completed" in kinds[expired:]  # what was sent is transcribed
