@@ -15,7 +15,8 @@ from typing import Any
 SUBCOMMANDS = {
     "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt, rttm)"),
     "batch": ("batch", "transcribe a corpus (folders, globs, manifests, URIs) on Ray Data, one row per file"),
-    "serve": ("serve", "serve the Endpoints payload and the OpenAI audio API over HTTP"),
+    "live": ("live", "follow a conversation live (a file at real-time pace, or a microphone), with speakers"),
+    "serve": ("serve", "serve the Endpoints payload, the OpenAI audio API and live sessions over HTTP"),
     "models": ("models", "list the embedded models, or pull them into the cache"),
     "client": ("client", "send a file to a deployed endpoint or to the server"),
     "deploy": ("deploy", "create or update the Inference Endpoint and wait until it runs"),

@@ -57,9 +57,13 @@ class TranscriptSegment:
 
 @dataclass(frozen=True)
 class TranscriptCompleted:
+    """A turn's whole text; ``start`` and ``end`` (session seconds) are where the turn lies."""
+
     item_id: str
     transcript: str
     audio_seconds: float
+    start: float = 0.0
+    end: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,7 @@ class LiveSession:
         final = item.agreement.update(self._decode(item.buffer_start, end)) if self.last_speech > item.buffer_start else []
         events += self._deliver(item, final + item.agreement.flush())
         events += self._segments(item, end, final=True)
-        events.append(TranscriptCompleted(item.id, item.text, round((end - item.start) / SAMPLING_RATE, 3)))
+        events.append(TranscriptCompleted(item.id, item.text, round((end - item.start) / SAMPLING_RATE, 3), item.start / SAMPLING_RATE, end / SAMPLING_RATE))
         self.previous_item_id, self.item = item.id, None
         return events
 

@@ -225,3 +225,31 @@ def server_event(event: LiveEvent) -> dict[str, Any]:
     else:  # pragma: no cover - every LiveEvent is mapped above
         raise TypeError(f"no server event for {type(event).__name__}")
     return {"event_id": new_id("event"), **body}
+
+
+class EventReader:
+    """OpenAI's server events back into live events, for a client of the route (``speaker-transcripts
+    live --url``): ``server_event`` read the other way, with each turn's times kept from its
+    ``speech_started`` / ``speech_stopped`` for its ``completed``. Other events (session, errors) give None."""
+
+    def __init__(self) -> None:
+        self._turns: dict[str, list[float]] = {}
+
+    def __call__(self, event: dict[str, Any]) -> LiveEvent | None:
+        kind, item = event.get("type"), event.get("item_id", "")
+        if kind == "input_audio_buffer.speech_started":
+            self._turns[item] = [event["audio_start_ms"] / 1000, event["audio_start_ms"] / 1000]
+            return SpeechStarted(item, event["audio_start_ms"])
+        if kind == "input_audio_buffer.speech_stopped":
+            self._turns.setdefault(item, [0.0, 0.0])[1] = event["audio_end_ms"] / 1000
+            return SpeechStopped(item, event["audio_end_ms"])
+        if kind == "conversation.item.input_audio_transcription.delta":
+            return TranscriptDelta(item, event["delta"])
+        if kind == "conversation.item.input_audio_transcription.segment":
+            return TranscriptSegment(item, event["id"], event["speaker"], event["start"], event["end"], event["text"])
+        if kind == "conversation.item.input_audio_transcription.completed":
+            start, end = self._turns.pop(item, (0.0, 0.0))
+            return TranscriptCompleted(item, event["transcript"], (event.get("usage") or {}).get("seconds", 0.0), start, end)
+        if kind == "conversation.item.input_audio_transcription.failed":
+            return TranscriptFailed(item, event["error"]["message"])
+        return None

@@ -1,0 +1,78 @@
+"""``speaker-transcripts live``: in-process and against the server, the transcript printed and saved."""
+
+from __future__ import annotations
+
+import pytest
+from servers import serving
+
+from speaker_transcripts.cli import live
+from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.live.events import TranscriptCompleted, TranscriptDelta, TranscriptSegment
+from speaker_transcripts.live.transcript import LiveTranscript
+from speaker_transcripts.server.app import create_app
+from speaker_transcripts.server.realtime_protocol import EventReader, server_event
+
+SAMPLE = "samples/two-readers.wav"
+
+
+def test_the_transcript_shows_each_final_sentence_once_and_saves_in_the_file_paths_shape():
+    transcript = LiveTranscript()
+    shown = [transcript.line_for(event) for event in [
+        TranscriptDelta("item_1", "Go forward"),
+        TranscriptSegment("item_1", "seg_1", "Ann", 0.2, 2.3, "Go forward ten meters."),
+        TranscriptCompleted("item_1", "Go forward ten meters.", 2.1, 0.2, 2.3),
+        TranscriptCompleted("item_2", " Thanks.", 1.0, 3.0, 4.0),  # a turn without segments (no diarization)
+    ]]
+    assert shown == [None, "Ann: Go forward ten meters.", None, "Thanks."]
+    result = transcript.result()
+    assert result["speakers"] == [{"speaker": "Ann", "text": "Go forward ten meters.", "timestamp": [0.2, 2.3]}]
+    assert [chunk["text"] for chunk in result["chunks"]] == ["Go forward ten meters.", "Thanks."]
+
+
+def test_the_event_reader_reads_back_what_the_server_writes():
+    events = [TranscriptSegment("item_1", "seg_1", "SPEAKER_00", 0.2, 2.3, "Hi."), TranscriptDelta("item_1", "Hi.")]
+    read = EventReader()
+    assert [read(server_event(event)) for event in events] == events
+
+
+def test_live_in_process_prints_and_saves(tiny_models, tiny_pyannote, tmp_path, capsys):
+    out = tmp_path / "session.json"
+    status = live.main([SAMPLE, "--speed", "50", "--asr-model", str(tiny_models["whisper_en"]),
+                        "--diarization-model", str(tiny_pyannote), "--language", "en", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert status == 0 and "live: listening" in printed.err and f"saved the transcript to {out}" in printed.err
+    import json
+
+    saved = json.loads(out.read_text())
+    assert [f"{piece['speaker']}: {piece['text']}" for piece in saved["speakers"]] == printed.out.splitlines()
+
+
+def test_live_against_the_server_with_its_key(live_handler, tmp_path, capsys):
+    settings = ServerSettings(api_key="sk-cli")
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        out = tmp_path / "session.json"
+        status = live.main([SAMPLE, "--speed", "50", "--url", base_url, "--api-key", "sk-cli", "--out", str(out), "--language", "en"])
+        printed = capsys.readouterr()
+        with pytest.raises(SystemExit, match="HTTP 401: wrong or missing --api-key"):
+            live.main([SAMPLE, "--url", base_url, "--api-key", "wrong"])
+    import json
+
+    saved = json.loads(out.read_text())
+    assert status == 0 and printed.out.strip()
+    assert [f"{piece['speaker']}: {piece['text']}" for piece in saved["speakers"]] == printed.out.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ([SAMPLE, "--speed", "0"], "--speed is a factor"),
+        ([SAMPLE, "--out", "x.docx"], "name a .txt, .srt, .vtt or .json file"),
+        (["no-such.wav"], "no-such.wav: no such file"),
+        ([SAMPLE, "--url", "http://x", "--asr-model", "whisper-base"], "a server has its own"),
+        ([], "one of the arguments"),
+    ],
+)
+def test_mistakes_are_one_line_before_anything_loads(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        live.main(arguments)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
