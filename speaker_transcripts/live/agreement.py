@@ -4,9 +4,11 @@ A live session decodes the same growing buffer again and again; each decode is a
 timed words, and its last words change as more audio arrives ("for" becomes "forward", "ten"
 gains its full stop). A word is final once two consecutive hypotheses agree on it and on every
 word before it (Macháček et al. 2023, ``whisper_online.HypothesisBuffer``): the longest common
-prefix of the last two hypotheses, compared word by word on the exact text (punctuation
-included, so a sentence's last word waits for its stop to settle). Final words are never
-retracted; the uncommitted tail is what the next decode may still change.
+prefix of the last two hypotheses, compared word by word on their letters and digits (case and
+punctuation aside: "morning" and "morning," agree, and the newer hypothesis' spelling is the one
+kept; compared exactly, as whisper_streaming does, most words of a turn waited for its end: p50 word
+latency 4.4 s on the dev conversations). Final words are never retracted; the uncommitted tail is
+what the next decode may still change.
 
 The buffer is re-decoded from its start, so a hypothesis repeats words already committed: words
 that end before the last committed word's end are dropped, and where the hypothesis starts within
@@ -29,8 +31,13 @@ NGRAM_WINDOW_S = 1.0
 MAX_NGRAM = 5
 
 
+def _spelled(word: Chunk) -> str:
+    """A word as agreement compares it: its letters and digits, in lower case."""
+    return "".join(character for character in word.text.lower() if character.isalnum())
+
+
 def _same(one: Chunk, other: Chunk) -> bool:
-    return one.text.strip() == other.text.strip()
+    return _spelled(one) == _spelled(other)
 
 
 class LocalAgreement:
@@ -73,8 +80,8 @@ class LocalAgreement:
         if not new or not self.committed or abs(new[0].start - self.last_end) >= NGRAM_WINDOW_S:
             return new
         for size in range(min(len(self.committed), len(new), MAX_NGRAM), 0, -1):
-            tail = " ".join(word.text.strip() for word in self.committed[-size:])
-            head = " ".join(word.text.strip() for word in new[:size])
+            tail = " ".join(_spelled(word) for word in self.committed[-size:])
+            head = " ".join(_spelled(word) for word in new[:size])
             if tail == head:
                 return new[size:]
         return new

@@ -37,10 +37,12 @@ class Cleared:
 
 @dataclass(frozen=True)
 class TranscriptDelta:
-    """Words that became final; joined in order, an item's deltas are its transcript."""
+    """Words that became final; joined in order, an item's deltas are its transcript. ``ends``: where
+    each of its words ends on the session clock (for measuring how soon words arrive)."""
 
     item_id: str
     delta: str
+    ends: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

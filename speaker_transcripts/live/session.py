@@ -49,6 +49,7 @@ from speaker_transcripts.pipeline.speech_gate import WINDOW
 from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, joined_text, segment_ranges
 
 MIN_STEP_S = 0.5  # new audio a decode waits for
+HOLD_S = 0.0  # words ending this close to the end of the audio heard are not final yet
 TRIM_S = 15.0  # whisper_streaming's buffer_trimming_sec
 FORCE_TRIM_S = 25.0  # past this, cut at the last final word even mid-sentence
 MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode never sees more
@@ -63,6 +64,8 @@ class LiveModels(Protocol):
     recognizer: Any
     speech_gate: Any
     diarization_pipeline: Any
+
+    beside: Any  # an executor the holder of exclusive() may run diarization in, beside Whisper
 
     def exclusive(self) -> AbstractContextManager[None]: ...
 
@@ -227,8 +230,8 @@ class LiveSession:
         assert item is not None
         events: list[LiveEvent] = [SpeechStopped(item.id, _ms(end))] if stopped else []
         events.append(Committed(item.id, self.previous_item_id))
-        final = item.agreement.update(self._decode(item.buffer_start, end)) if self.last_speech > item.buffer_start else []
-        events += self._deliver(item, final + item.agreement.flush())
+        heard = self._decode_and_diarize(item.buffer_start if self.last_speech > item.buffer_start else None, end, final=True)
+        events += self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
         events += self._segments(item, end, final=True)
         events.append(TranscriptCompleted(item.id, item.text, round((end - item.start) / SAMPLING_RATE, 3), item.start / SAMPLING_RATE, end / SAMPLING_RATE))
         self.previous_item_id, self.item = item.id, None
@@ -237,17 +240,30 @@ class LiveSession:
     def _step(self) -> list[LiveEvent]:
         """Decode the open turn when enough new audio came; label what the timeline now covers."""
         item = self.item
-        if self.diarizer is not None:
-            with self.models.exclusive():
-                self.diarizer.advance(self.audio.read, self.audio.end)
+        due = item is not None and self.audio.end - item.last_decoded >= MIN_STEP_S * SAMPLING_RATE
+        decoding = item is not None and due and self.last_speech > item.buffer_start
+        heard = self._decode_and_diarize(item.buffer_start if decoding else None, self.audio.end, final=False)  # type: ignore[union-attr]
         if item is None:
             return []
         events: list[LiveEvent] = []
-        due = self.audio.end - item.last_decoded >= MIN_STEP_S * SAMPLING_RATE
-        if due and self.last_speech > item.buffer_start:
-            events += self._deliver(item, item.agreement.update(self._decode(item.buffer_start, self.audio.end)))
+        if decoding:
+            events += self._deliver(item, item.agreement.update(heard))
             events += self._trim(item)
         return events + self._segments(item, self.audio.end, final=False)
+
+    def _decode_and_diarize(self, start: int | None, end: int, final: bool) -> list[Chunk]:
+        """With the models held: Whisper's words for ``[start, end)`` (None: no decode) while the
+        diarizer catches up to ``end`` beside it, on the other core (as file requests run them);
+        ``final``: the timeline up to ``end`` becomes final with the windows there are."""
+        with self.models.exclusive():
+            catching_up = (
+                self.models.beside.submit(self.diarizer.advance, self.audio.read, end, final) if self.diarizer is not None else None
+            )
+            try:
+                return self._decode(start, end) if start is not None else []
+            finally:
+                if catching_up is not None:
+                    catching_up.result()
 
     def _decode(self, start: int, end: int) -> list[Chunk]:
         """Whisper's words for the session's samples ``[start, end)``, on the session's clock."""
@@ -256,10 +272,9 @@ class LiveSession:
         if len(samples) < WINDOW:
             return []
         config = InferenceConfig(language=self.language, return_timestamps="word", batch_size=1, assisted=False, prompt=self._prompt(start))
-        with self.models.exclusive():
-            transcript = self.models.recognizer.transcribe(
-                samples, config, len(samples) / SAMPLING_RATE, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop
-            )
+        transcript = self.models.recognizer.transcribe(  # the caller holds the models (_decode_and_diarize)
+            samples, config, len(samples) / SAMPLING_RATE, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop
+        )
         self.language = self.language or transcript.language
         offset = start / SAMPLING_RATE
         return [Chunk(word.text, word.start + offset, word.end + offset) for word in transcript.chunks]
@@ -280,7 +295,7 @@ class LiveSession:
         item.words.extend(words)
         item.text += text
         self.context.extend(words)
-        return [TranscriptDelta(item.id, text)]
+        return [TranscriptDelta(item.id, text, tuple(word.end for word in words))]
 
     def _trim(self, item: _Item) -> list[LiveEvent]:
         """Cut the decoded buffer at a final sentence end once it is long (see the module doc)."""
@@ -308,9 +323,6 @@ class LiveSession:
         timeline is final over; the last run waits for more words unless the turn is over."""
         if self.diarizer is None:
             return []
-        if final:
-            with self.models.exclusive():
-                self.diarizer.advance(self.audio.read, end, final=True)
         unsent = item.words[item.sent :]
         covered = len(unsent) if final else next((n for n, word in enumerate(unsent) if word.end > self.diarizer.horizon), len(unsent))
         ready = unsent[:covered]

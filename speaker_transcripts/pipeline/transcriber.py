@@ -240,6 +240,12 @@ class Transcriber:
             }
         return answer
 
+    @property
+    def beside(self) -> ThreadPoolExecutor:
+        """The thread diarization runs in beside Whisper (on the other core); idle unless the
+        models are held, so the holder of ``exclusive()`` may use it."""
+        return self._diarizer
+
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """The models to the caller alone for a while: a live session's decode or diarization

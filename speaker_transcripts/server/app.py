@@ -31,7 +31,7 @@ from speaker_transcripts.server.middleware import (
     HeaderGate,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.routers import diarization, endpoints, health, openai, realtime
+from speaker_transcripts.server.routers import diarization, endpoints, health, openai, page, realtime
 from speaker_transcripts.server.routers import metrics as metrics_router
 from speaker_transcripts.server.routers.realtime import LiveSlots
 
@@ -85,8 +85,9 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected)  # added later = runs earlier
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, realtime, health, metrics_router):
+    for surface in (endpoints, openai, diarization, realtime, page, health, metrics_router):
         app.include_router(surface.router)
+    app.mount("/static", page.static_assets(), name="static")
     app.add_middleware(MetricsMiddleware, metrics=metrics, routes=app.routes)  # outermost: counts refusals too
     return app
 

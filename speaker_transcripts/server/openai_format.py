@@ -136,13 +136,18 @@ def delta_event(chunk: Chunk, first: bool) -> dict[str, Any]:
 def closing_events(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """After the last delta: when diarized, one ``transcript.text.segment`` per speaker segment
     (speakers are only known once decoding is done; OpenAI's segment event always names one),
-    then ``transcript.text.done``."""
+    then ``transcript.text.done``, with our extensions: the ``language``, the ``duration`` and, when
+    diarized, the speaker timeline (``diarization``, overlaps kept)."""
     events: list[dict[str, Any]] = [
         {"type": "transcript.text.segment", "id": f"seg_{index}", "start": start, "end": end, "text": text, "speaker": speaker}
         for index, (start, end, text, speaker) in enumerate(_segments(result, word_level=False))
         if speaker
     ]
-    events.append({"type": "transcript.text.done", "text": result["text"], "warnings": list(result.get("warnings") or [])})
+    done = {"type": "transcript.text.done", "text": result["text"], "warnings": list(result.get("warnings") or []),
+            "language": result.get("language"), "duration": result.get("duration")}
+    if "diarization" in result:  # our extension: who spoke when, overlaps kept (the page draws it)
+        done["diarization"] = result["diarization"]
+    events.append(done)
     return events
 
 

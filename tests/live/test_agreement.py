@@ -18,11 +18,12 @@ def test_only_the_prefix_two_hypotheses_share_is_final():
     assert [word.text for word in agreement.tentative] == [" meters."]
 
 
-def test_punctuation_must_settle_before_a_word_is_final():
+def test_case_and_punctuation_aside_the_words_agree_and_the_newer_spelling_is_kept():
     agreement = LocalAgreement()
-    agreement.update(words(("meters", 0.0, 0.5)))
-    assert agreement.update(words(("meters.", 0.0, 0.5))) == []
-    assert [word.text for word in agreement.update(words(("meters.", 0.0, 0.5)))] == [" meters."]
+    agreement.update(words(("meters", 0.0, 0.5), ("go", 0.6, 0.8)))
+    final = agreement.update(words(("meters.", 0.0, 0.5), ("Go", 0.6, 0.8)))
+    assert [word.text for word in final] == [" meters.", " Go"]
+    assert agreement.update(words(("metres", 0.9, 1.2))) == []  # a different word is no agreement
 
 
 def test_final_words_are_not_final_twice_when_the_buffer_is_decoded_again():

@@ -1,0 +1,611 @@
+// The page: a recording in (a file, or the microphone), who said what out, to listen through,
+// correct and take away. It talks to the server's own routes: POST /v1/audio/transcriptions with
+// stream=true for a file (text as pieces finish, then the speakers), and the live WebSocket
+// (GET /v1/realtime, OpenAI's Realtime protocol) for the microphone. No dependencies, no build.
+
+import { exportAs } from "./exports.js";
+
+const $ = (id) => document.getElementById(id);
+const KEY_STORAGE = "speaker-transcripts-api-key";
+const COLOURS = ["#2456c6", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#be185d", "#4d7c0f", "#475569"];
+const LIVE_RATE = 16000;
+
+const state = {
+  words: [],        // {text, start, end, speaker}
+  segments: [],     // {speaker, text, start, end}
+  timeline: [],     // {speaker, start, end}: who spoke when, overlaps kept
+  names: {},        // label -> the name shown (renamed by the user)
+  duration: 0,
+  source: "recording",
+};
+let authRequired = false;
+let liveSession = null;
+
+// --- errors people understand ------------------------------------------------------------------
+
+function showError(message) {
+  const box = $("error");
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+function say(message) {
+  $("status").textContent = message;
+}
+
+function explainStatus(status, serverMessage) {
+  if (status === 401) return "The API key is missing or wrong. Enter this server's key above and try again.";
+  if (status === 413) return `The recording is too big or too long for this server: ${serverMessage}`;
+  if (status === 503) return `The server is busy right now; try again in a moment. (${serverMessage})`;
+  if (status === 400 || status === 422) return `The server could not use this request: ${serverMessage}`;
+  return `Something went wrong on the server (HTTP ${status}). ${serverMessage || ""}`.trim();
+}
+
+// --- the API key ------------------------------------------------------------------------------
+
+function apiKey() {
+  return sessionStorage.getItem(KEY_STORAGE) || "";
+}
+
+function authHeaders() {
+  return apiKey() ? { Authorization: `Bearer ${apiKey()}` } : {};
+}
+
+async function checkAuth() {
+  try {
+    const ready = await (await fetch("ready")).json();
+    authRequired = Boolean(ready.auth);
+  } catch {
+    authRequired = false;
+  }
+  $("key-panel").hidden = !authRequired;
+  if (authRequired && !apiKey()) say("This server needs an API key: enter it above.");
+}
+
+$("key-save").addEventListener("click", async () => {
+  const key = $("api-key").value.trim();
+  if (!key) return;
+  const answer = await fetch("v1/models", { headers: { Authorization: `Bearer ${key}` } });
+  if (answer.status === 401) {
+    showError("That API key is wrong: the server refused it.");
+    return;
+  }
+  sessionStorage.setItem(KEY_STORAGE, key);
+  $("api-key").value = "";
+  showError("");
+  say("Key accepted for this tab.");
+});
+
+// --- choosing a recording ---------------------------------------------------------------------
+
+let chosenFile = null;
+
+function choose(file) {
+  chosenFile = file;
+  $("file-name").textContent = file ? `${file.name} (${(file.size / 1e6).toFixed(1)} MB)` : "";
+  $("transcribe").disabled = !file;
+  showError("");
+}
+
+$("file-input").addEventListener("change", (event) => choose(event.target.files[0] || null));
+const dropZone = $("drop-zone");
+for (const kind of ["dragenter", "dragover"]) {
+  dropZone.addEventListener(kind, (event) => { event.preventDefault(); dropZone.classList.add("over"); });
+}
+for (const kind of ["dragleave", "drop"]) {
+  dropZone.addEventListener(kind, () => dropZone.classList.remove("over"));
+}
+dropZone.addEventListener("drop", (event) => {
+  event.preventDefault();
+  if (event.dataTransfer.files.length) choose(event.dataTransfer.files[0]);
+});
+
+$("add-speaker").addEventListener("click", () => {
+  const row = $("known-speaker-row").content.firstElementChild.cloneNode(true);
+  row.querySelector(".remove-speaker").addEventListener("click", () => row.remove());
+  $("known-speakers").append(row);
+  row.querySelector(".known-name").focus();
+});
+
+function readAsDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function knownSpeakers() {
+  const speakers = [];
+  for (const row of document.querySelectorAll(".known-speaker")) {
+    const name = row.querySelector(".known-name").value.trim();
+    const clip = row.querySelector(".known-clip").files[0];
+    if (!name && !clip) continue;
+    if (!name || !clip) throw new Error("Each known speaker needs a name and a clip of their voice.");
+    speakers.push({ name, audio: await readAsDataUrl(clip) });
+  }
+  return speakers;
+}
+
+// --- a file: the streaming transcription route ------------------------------------------------
+
+$("transcribe").addEventListener("click", () => transcribeFile().catch((error) => {
+  showError(error.message);
+  finishBusy();
+}));
+
+function startBusy(message) {
+  showError("");
+  say(message);
+  $("transcribe").disabled = true;
+  $("progress").hidden = false;
+  $("progress").value = 0;
+}
+
+function finishBusy() {
+  $("transcribe").disabled = !chosenFile;
+  $("progress").hidden = true;
+}
+
+function resetResult(source) {
+  Object.assign(state, { words: [], segments: [], timeline: [], names: {}, duration: 0, source });
+  $("live-tail").textContent = "";
+  render();
+}
+
+async function transcribeFile() {
+  if (!chosenFile) return;
+  if (authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
+  const speakers = await knownSpeakers();
+  startBusy(`Uploading ${chosenFile.name}…`);
+  resetResult(chosenFile.name);
+  setAudio(URL.createObjectURL(chosenFile));
+  const form = new FormData();
+  form.append("file", chosenFile);
+  form.append("model", "whisper-1");
+  form.append("response_format", "json");
+  form.append("stream", "true");
+  form.append("timestamp_granularities[]", "word");
+  const language = $("language").value.trim();
+  if (language) form.append("language", language);
+  const count = $("num-speakers").value.trim();
+  if (count) form.append("num_speakers", count);
+  for (const speaker of speakers) {
+    form.append("known_speaker_names[]", speaker.name);
+    form.append("known_speaker_references[]", speaker.audio);
+  }
+  let response;
+  try {
+    response = await fetch("v1/audio/transcriptions", { method: "POST", body: form, headers: authHeaders() });
+  } catch {
+    throw new Error("The server could not be reached. Is it still running?");
+  }
+  if (!response.ok) {
+    let message = "";
+    try { message = (await response.json()).error?.message || ""; } catch { /* not JSON */ }
+    throw new Error(explainStatus(response.status, message));
+  }
+  say("Transcribing: the text appears as each piece is done…");
+  $("result").hidden = false;
+  for await (const event of serverSentEvents(response)) {
+    if (event.type === "transcript.text.delta") {
+      state.words.push({ text: event.delta, start: event.start, end: event.end, speaker: null });
+      if (state.duration) $("progress").value = Math.min(event.end / state.duration, 1);
+      renderTranscript();
+    } else if (event.type === "transcript.text.segment") {
+      state.segments.push({ speaker: event.speaker, text: event.text, start: event.start, end: event.end });
+    } else if (event.type === "transcript.text.done") {
+      state.timeline = event.diarization || [];
+      state.duration = event.duration || state.duration;
+      attributeWords();
+      render();
+      const notes = (event.warnings || []).join(" ");
+      say(`Done: ${state.words.length} words${state.segments.length ? `, ${speakerLabels().length} speakers` : ""}.${notes ? ` Note: ${notes}` : ""}`);
+    } else if (event.type === "error") {
+      throw new Error(explainStatus(event.error?.code || 500, event.error?.message || ""));
+    }
+  }
+  finishBusy();
+}
+
+async function* serverSentEvents(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim()).join("\n");
+      if (data) yield JSON.parse(data);
+    }
+  }
+}
+
+function attributeWords() {
+  // each word to the segment that holds its middle (segments are made of the words, one speaker each)
+  let index = 0;
+  for (const word of state.words) {
+    const middle = (word.start + word.end) / 2;
+    while (index < state.segments.length - 1 && state.segments[index].end < middle) index += 1;
+    word.speaker = state.segments.length ? state.segments[index].speaker : null;
+  }
+}
+
+// --- the microphone: the live WebSocket route -------------------------------------------------
+
+$("record").addEventListener("click", () => {
+  if (liveSession) liveSession.stop();
+  else startLive().catch((error) => { showError(error.message); liveSession = null; setRecording(false); });
+});
+
+function setRecording(on) {
+  $("record").setAttribute("aria-pressed", on ? "true" : "false");
+  $("record").textContent = on ? "Stop" : "Record";
+}
+
+async function startLive() {
+  if (authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
+  } catch (error) {
+    if (error.name === "NotAllowedError" || error.name === "SecurityError") {
+      throw new Error("The browser did not allow the microphone. Allow it for this page (the icon in the address bar) and press Record again.");
+    }
+    throw new Error("No microphone was found. Connect one, or choose a file instead.");
+  }
+  resetResult("live recording");
+  $("result").hidden = false;
+  showError("");
+  const protocols = ["realtime"];
+  if (apiKey()) protocols.push(`openai-insecure-api-key.${apiKey()}`);
+  const url = new URL("v1/realtime?intent=transcription", window.location.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const socket = new WebSocket(url, protocols);
+  const context = new AudioContext({ sampleRate: LIVE_RATE });
+  await context.audioWorklet.addModule("static/pcm-worklet.js");
+  const source = context.createMediaStreamSource(stream);
+  const capture = new AudioWorkletNode(context, "pcm16-capture");
+  const recorded = [];
+  let open = false;
+  let stopping = false;
+  let lastCompleted = null;
+  const tentative = new Map(); // item -> words final but not yet with a speaker
+
+  capture.port.onmessage = (event) => {
+    recorded.push(new Int16Array(event.data));
+    if (open && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: base64(event.data) }));
+    }
+  };
+  socket.onopen = () => {
+    socket.send(JSON.stringify({
+      type: "session.update",
+      session: { type: "transcription", audio: { input: { format: { type: "audio/pcm", rate: LIVE_RATE }, transcription: liveTranscription() } } },
+    }));
+    open = true;
+    source.connect(capture);
+    setRecording(true);
+    say("Listening: words appear as they become final.");
+  };
+  socket.onerror = () => {
+    if (!open) showError("The live session could not start: the server refused the connection (a wrong API key, or live sessions turned off).");
+  };
+  socket.onclose = () => {
+    finish();
+  };
+  socket.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    switch (event.type) {
+      case "conversation.item.input_audio_transcription.delta":
+        tentative.set(event.item_id, (tentative.get(event.item_id) || "") + event.delta);
+        $("live-tail").textContent = [...tentative.values()].join(" ");
+        break;
+      case "conversation.item.input_audio_transcription.segment":
+        addLiveSegment(event);
+        tentative.set(event.item_id, (tentative.get(event.item_id) || "").replace(event.text.trim(), "").trim());
+        $("live-tail").textContent = [...tentative.values()].filter(Boolean).join(" ");
+        break;
+      case "conversation.item.input_audio_transcription.completed":
+        if (!state.segments.some((segment) => segment.item === event.item_id) && event.transcript.trim()) {
+          addLiveSegment({ item_id: event.item_id, speaker: "", text: event.transcript, start: lastTurnStart(event.item_id), end: state.duration });
+        }
+        tentative.delete(event.item_id);
+        $("live-tail").textContent = [...tentative.values()].filter(Boolean).join(" ");
+        lastCompleted = event.item_id;
+        if (stopping) socket.close();
+        break;
+      case "input_audio_buffer.speech_started":
+        turnStarts.set(event.item_id, event.audio_start_ms / 1000);
+        break;
+      case "error":
+        if (stopping && event.error?.code === "invalid_value") { socket.close(); break; }  // nothing left to commit
+        if (event.error?.code === "server_busy") showError(`The server is at capacity for live sessions; try again later. (${event.error.message})`);
+        else showError(event.error?.message || "The live session reported an error.");
+        break;
+      default:
+        break;
+    }
+  };
+  const turnStarts = new Map();
+  function lastTurnStart(item) { return turnStarts.get(item) ?? 0; }
+
+  function finish() {
+    if (!liveSession) return;
+    liveSession = null;
+    source.disconnect();
+    stream.getTracks().forEach((track) => track.stop());
+    context.close();
+    setRecording(false);
+    const samples = concatenate(recorded);
+    state.duration = samples.length / LIVE_RATE;
+    setAudio(URL.createObjectURL(wavBlob(samples, LIVE_RATE)));
+    attributeWords();
+    render();
+    $("live-tail").textContent = "";
+    say(`Stopped: ${state.words.length} words, ${speakerLabels().length} speakers. Listen, rename and download below.`);
+    void lastCompleted;
+  }
+
+  liveSession = {
+    stop() {
+      stopping = true;
+      source.disconnect();
+      say("Finishing the last words…");
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "input_audio_buffer.commit" }));
+      else finish();
+    },
+  };
+}
+
+function liveTranscription() {
+  const transcription = { model: "whisper-1" };
+  const language = $("language").value.trim();
+  if (language) transcription.language = language;
+  return transcription;
+}
+
+function addLiveSegment(event) {
+  const segment = { speaker: event.speaker, text: event.text.trim(), start: event.start, end: event.end, item: event.item_id };
+  state.segments.push(segment);
+  const words = segment.text.split(/\s+/).filter(Boolean);
+  const span = Math.max(segment.end - segment.start, 0.01);
+  words.forEach((text, index) => {
+    state.words.push({
+      text: ` ${text}`, start: segment.start + (span * index) / words.length, end: segment.start + (span * (index + 1)) / words.length,
+      speaker: segment.speaker,
+    });
+  });
+  if (segment.speaker) extendTimeline(segment);
+  state.duration = Math.max(state.duration, segment.end);
+  render();
+}
+
+function extendTimeline(segment) {
+  const last = state.timeline.findLast((turn) => turn.speaker === segment.speaker);
+  if (last && segment.start - last.end < 0.5) last.end = Math.max(last.end, segment.end);
+  else state.timeline.push({ speaker: segment.speaker, start: segment.start, end: segment.end });
+}
+
+function base64(buffer) {
+  let binary = "";
+  const bytes = new Uint8Array(buffer);
+  for (let index = 0; index < bytes.length; index += 0x8000) binary += String.fromCharCode(...bytes.subarray(index, index + 0x8000));
+  return btoa(binary);
+}
+
+function concatenate(pieces) {
+  const total = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const all = new Int16Array(total);
+  let offset = 0;
+  for (const piece of pieces) { all.set(piece, offset); offset += piece.length; }
+  return all;
+}
+
+function wavBlob(samples, rate) {
+  const header = new DataView(new ArrayBuffer(44));
+  const text = (offset, value) => [...value].forEach((character, index) => header.setUint8(offset + index, character.charCodeAt(0)));
+  text(0, "RIFF"); header.setUint32(4, 36 + samples.length * 2, true); text(8, "WAVE"); text(12, "fmt ");
+  header.setUint32(16, 16, true); header.setUint16(20, 1, true); header.setUint16(22, 1, true); header.setUint32(24, rate, true);
+  header.setUint32(28, rate * 2, true); header.setUint16(32, 2, true); header.setUint16(34, 16, true); text(36, "data");
+  header.setUint32(40, samples.length * 2, true);
+  return new Blob([header, samples.buffer], { type: "audio/wav" });
+}
+
+// --- showing it: speakers, timeline, transcript, the playing word -----------------------------
+
+function speakerLabels() {
+  const labels = [];
+  for (const item of [...state.segments, ...state.timeline]) if (item.speaker && !labels.includes(item.speaker)) labels.push(item.speaker);
+  return labels;
+}
+
+function nameOf(label) {
+  return state.names[label] || label || "Speaker";
+}
+
+function colourOf(label) {
+  const index = speakerLabels().indexOf(label);
+  return index < 0 ? "#6b7280" : COLOURS[index % COLOURS.length];
+}
+
+function render() {
+  renderSpeakers();
+  renderTimeline();
+  renderTranscript();
+}
+
+function renderSpeakers() {
+  const box = $("speakers");
+  box.replaceChildren();
+  for (const label of speakerLabels()) {
+    const wrapper = document.createElement("div");
+    wrapper.className = "speaker";
+    const swatch = document.createElement("span");
+    swatch.className = "swatch";
+    swatch.style.background = colourOf(label);
+    const input = document.createElement("input");
+    input.value = nameOf(label);
+    input.setAttribute("aria-label", `Name of ${label}`);
+    input.dataset.label = label;
+    input.addEventListener("change", () => {
+      const name = input.value.trim();
+      state.names[label] = name || label;
+      renderTimeline();
+      renderTranscript();
+    });
+    wrapper.append(swatch, input);
+    box.append(wrapper);
+  }
+}
+
+function renderTimeline() {
+  const box = $("timeline");
+  box.replaceChildren();
+  const labels = speakerLabels();
+  const duration = state.duration || Math.max(0, ...state.timeline.map((turn) => turn.end), ...state.words.map((word) => word.end));
+  box.setAttribute("aria-label", labels.length ? `Who spoke when: ${labels.map(nameOf).join(", ")}` : "No speakers");
+  if (!duration) return;
+  for (const label of labels) {
+    const lane = document.createElement("div");
+    lane.className = "lane";
+    lane.title = nameOf(label);
+    for (const turn of state.timeline.filter((item) => item.speaker === label)) {
+      const bar = document.createElement("div");
+      bar.className = "turn-bar";
+      bar.style.left = `${(100 * turn.start) / duration}%`;
+      bar.style.width = `${Math.max((100 * (turn.end - turn.start)) / duration, 0.3)}%`;
+      bar.style.background = colourOf(label);
+      bar.title = `${nameOf(label)} ${clock(turn.start)}–${clock(turn.end)}`;
+      bar.addEventListener("click", () => seek(turn.start));
+      lane.append(bar);
+    }
+    box.append(lane);
+  }
+  const head = document.createElement("div");
+  head.className = "playhead";
+  head.id = "playhead";
+  box.append(head);
+}
+
+function turns() {
+  // consecutive words of one speaker form a turn
+  const result = [];
+  for (const [index, word] of state.words.entries()) {
+    const last = result.at(-1);
+    if (last && last.speaker === word.speaker) last.words.push(index);
+    else result.push({ speaker: word.speaker, words: [index] });
+  }
+  return result;
+}
+
+function renderTranscript() {
+  const list = $("transcript");
+  list.replaceChildren();
+  for (const turn of turns()) {
+    const item = document.createElement("li");
+    item.className = "turn";
+    const head = document.createElement("div");
+    head.className = "turn-head";
+    const who = document.createElement("span");
+    who.className = "turn-speaker";
+    who.textContent = turn.speaker ? nameOf(turn.speaker) : "…";
+    who.style.color = colourOf(turn.speaker);
+    const start = state.words[turn.words[0]].start;
+    const play = document.createElement("button");
+    play.type = "button";
+    play.className = "turn-play";
+    play.textContent = `▶ ${clock(start)}`;
+    play.setAttribute("aria-label", `Play ${turn.speaker ? nameOf(turn.speaker) : "this turn"} from ${clock(start)}`);
+    play.addEventListener("click", () => seek(start, true));
+    head.append(who, play);
+    const text = document.createElement("p");
+    text.className = turn.speaker ? "" : "pending";
+    for (const index of turn.words) {
+      const word = state.words[index];
+      const span = document.createElement("span");
+      span.className = "word";
+      span.textContent = word.text;
+      span.dataset.index = index;
+      text.append(span);
+    }
+    item.append(head, text);
+    list.append(item);
+  }
+}
+
+$("transcript").addEventListener("click", (event) => {
+  const word = event.target.closest(".word");
+  if (word) seek(state.words[Number(word.dataset.index)].start, true);
+});
+
+function setAudio(url) {
+  const player = $("player");
+  if (player.dataset.url) URL.revokeObjectURL(player.dataset.url);
+  player.src = url;
+  player.dataset.url = url;
+}
+
+$("player").addEventListener("loadedmetadata", () => {
+  if (Number.isFinite($("player").duration)) state.duration = state.duration || $("player").duration;
+});
+
+function seek(seconds, play = false) {
+  const player = $("player");
+  player.currentTime = seconds;
+  if (play) player.play().catch(() => {});
+  highlight();
+}
+
+let highlighted = null;
+function highlight() {
+  const now = $("player").currentTime;
+  let current = null;
+  for (const [index, word] of state.words.entries()) {
+    if (word.start <= now && now < Math.max(word.end, word.start + 0.05)) { current = index; break; }
+  }
+  if (current !== highlighted) {
+    document.querySelector(".word.current")?.classList.remove("current");
+    if (current !== null) document.querySelector(`.word[data-index="${current}"]`)?.classList.add("current");
+    highlighted = current;
+  }
+  const head = $("playhead");
+  if (head && state.duration) head.style.left = `${(100 * now) / state.duration}%`;
+}
+
+function tick() {
+  if (!$("player").paused) highlight();
+  requestAnimationFrame(tick);
+}
+$("player").addEventListener("seeked", highlight);
+requestAnimationFrame(tick);
+
+function clock(seconds) {
+  const whole = Math.max(0, Math.floor(seconds));
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+}
+
+// --- taking it away -------------------------------------------------------------------------
+
+for (const button of document.querySelectorAll("[data-export]")) {
+  button.addEventListener("click", () => {
+    const format = button.dataset.export;
+    const { text, type } = exportAs(format, state, nameOf);
+    const link = document.createElement("a");
+    const base = (state.source || "transcript").replace(/\.[^.]+$/, "") || "transcript";
+    link.href = URL.createObjectURL(new Blob([text], { type }));
+    link.download = `${base}.${format}`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  });
+}
+
+checkAuth();

@@ -1,0 +1,181 @@
+"""The page (GET /) in a real Chromium: upload a recording, read and rename the speakers, export;
+record from a (fake) microphone through the live route; the errors people meet.
+
+Debian's ``chromium`` (``.ci/run`` installs it) driven by Playwright; the server runs the real
+embedded ``whisper-tiny.en`` and ``pyannote-campplus`` (pulled on first use, as in
+tests/end_to_end/test_embedded_real.py), so the words and speakers on the page are real.
+``PAGE_SCREENSHOTS=docs/images`` saves the screenshots the docs show.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from servers import serving
+
+from speaker_transcripts.config import ModelSettings, ServerSettings
+from speaker_transcripts.server.app import create_app
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "samples" / "two-readers.wav"
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
+GUARD_MS = 180_000  # a failure guard for waits, never a pace the tests rely on
+
+
+@pytest.fixture(scope="module")
+def real_handler():
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    return Transcriber(settings=ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus"))
+
+
+@pytest.fixture(scope="module")
+def page_url(real_handler):
+    with serving(create_app(lambda: real_handler, ServerSettings())) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def microphone_wav(tmp_path_factory) -> Path:
+    """The sample as Chromium's fake microphone plays it (16-bit PCM WAV), with quiet after it."""
+    import av
+    import numpy as np
+
+    from speaker_transcripts.pipeline.audio import decode_file
+
+    samples = np.concatenate([decode_file(SAMPLE.read_bytes()).samples, np.zeros(16000 * 4, dtype=np.float32)])
+    path = tmp_path_factory.mktemp("microphone") / "speech.wav"
+    with av.open(str(path), "w", format="wav") as container:
+        stream = container.add_stream("pcm_s16le", rate=16000, layout="mono")
+        frame = av.AudioFrame.from_ndarray((samples * 32767).astype(np.int16).reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate = 16000
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            container.mux(packet)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser(microphone_wav):
+    from playwright.sync_api import sync_playwright
+
+    arguments = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--no-first-run", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                 f"--use-file-for-fake-audio-capture={microphone_wav}", "--autoplay-policy=no-user-gesture-required"]
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=arguments)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1100, "height": 900})
+    opened = context.new_page()
+    opened.problems = []  # console errors and uncaught exceptions: a test fails on any
+    opened.on("console", lambda message: opened.problems.append(message.text) if message.type == "error" else None)
+    opened.on("pageerror", lambda error: opened.problems.append(str(error)))
+    yield opened
+    context.close()
+
+
+def screenshot(page, name: str) -> None:
+    folder = os.environ.get("PAGE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, page_url):
+    page.goto(page_url + "/")
+    assert page.title().startswith("Who said what")
+    page.set_input_files("#file-input", str(SAMPLE))
+    page.get_by_role("button", name="Transcribe").click()
+    page.wait_for_function("document.querySelector('#status').textContent.startsWith('Done')", timeout=GUARD_MS)
+    names = page.locator("#speakers input")
+    assert names.count() == 2 and names.nth(0).input_value() == "SPEAKER_00"
+    transcript = page.locator("#transcript").inner_text().lower()
+    assert "forward" in transcript and "dashwood" in transcript
+    assert page.locator(".turn-bar").count() >= 3  # the timeline: A, B, A
+
+    names.nth(0).fill("Reader A")
+    names.nth(0).dispatch_event("change")
+    assert page.locator(".turn-speaker").first.inner_text() == "Reader A"
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Text").click()
+    exported = Path(download.value.path()).read_text()
+    assert exported.startswith("Reader A: Go forward") and "SPEAKER_01:" in exported and "SPEAKER_00" not in exported
+    with page.expect_download() as download:
+        page.get_by_role("button", name="RTTM").click()
+    assert "Reader_A" in Path(download.value.path()).read_text()
+
+    word = page.locator(".word").nth(3)
+    word.click()
+    page.wait_for_function("document.querySelector('.word.current') !== null", timeout=GUARD_MS)
+    screenshot(page, "page-recording")
+    assert page.problems == []
+
+
+def test_the_record_button_transcribes_the_microphone_live(page, page_url):
+    page.goto(page_url + "/")
+    record = page.get_by_role("button", name="Record")
+    record.click()
+    page.wait_for_function("document.querySelector('#record').getAttribute('aria-pressed') === 'true'", timeout=GUARD_MS)
+    page.wait_for_function("document.querySelectorAll('#transcript .word').length >= 4", timeout=GUARD_MS)
+    screenshot(page, "page-live")
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_function("document.querySelector('#status').textContent.startsWith('Stopped')", timeout=GUARD_MS)
+    assert "forward" in page.locator("#transcript").inner_text().lower()
+    assert page.locator("#player").get_attribute("src").startswith("blob:")  # the recording stays to listen to
+    assert page.problems == []
+
+
+def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handler):
+    settings = ServerSettings(api_key="sk-page")
+    with serving(create_app(lambda: real_handler, settings), settings) as base_url:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(base_url + "/")
+        page.wait_for_selector("#key-panel:not([hidden])", timeout=GUARD_MS)
+        page.fill("#api-key", "wrong")
+        page.click("#key-save")
+        page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
+        wrong = page.inner_text("#error")
+        page.fill("#api-key", "sk-page")
+        page.click("#key-save")
+        page.wait_for_function("document.querySelector('#status').textContent.includes('Key accepted')", timeout=GUARD_MS)
+        assert page.evaluate("location.href").endswith("/")  # the key never goes in a URL
+        context.close()
+    assert "API key is wrong" in wrong
+
+
+def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_handler):
+    settings = ServerSettings(max_upload_mb=0.1, live_max_sessions=0)
+    with serving(create_app(lambda: real_handler, settings), settings) as base_url:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(base_url + "/")
+        page.set_input_files("#file-input", str(SAMPLE))
+        page.get_by_role("button", name="Transcribe").click()
+        page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
+        too_big = page.inner_text("#error")
+        page.get_by_role("button", name="Record").click()
+        page.wait_for_function("document.querySelector('#error').textContent.includes('capacity')", timeout=GUARD_MS)
+        busy = page.inner_text("#error")
+        context.close()
+    assert "too big" in too_big and "MAX_UPLOAD_MB" in too_big
+    assert "at capacity" in busy
+
+
+def test_no_microphone_permission_is_explained(browser, page_url):
+    context = browser.new_context(permissions=[])
+    page = context.new_page()
+    page.goto(page_url + "/")
+    page.evaluate("navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('denied', 'NotAllowedError'))")
+    page.get_by_role("button", name="Record").click()
+    page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
+    assert "did not allow the microphone" in page.inner_text("#error")
+    context.close()
