@@ -41,6 +41,8 @@ def test_the_wheel_holds_every_module_the_command_and_requirements_txt(wheel):
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
     modules = {str(path.relative_to(ROOT)) for path in PACKAGE.rglob("*.py")}
     assert modules <= names, sorted(modules - names)
+    page = {str(path.relative_to(ROOT)) for path in (PACKAGE / "server" / "static").iterdir()}  # GET / from the installed package
+    assert page and page <= names, sorted(page - names)
     assert "speaker-transcripts = speaker_transcripts.cli:main" in entry_points
     # one source of truth: the wheel's dependencies are requirements.txt's, pins included
     declared = {str(Requirement(value)) for value in metadata.get_all("Requires-Dist") if "extra ==" not in value}

@@ -10,10 +10,12 @@ tests/end_to_end/test_embedded_real.py), so the words and speakers on the page a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from servers import serving
 
 from speaker_transcripts.config import ModelSettings, ServerSettings
@@ -23,6 +25,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "two-readers.wav"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
+DENY_MICROPHONE = Path(__file__).resolve().parent / "deny_microphone.js"
 GUARD_MS = 180_000  # a failure guard for waits, never a pace the tests rely on
 
 
@@ -94,7 +97,7 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     assert page.title().startswith("Who said what")
     page.set_input_files("#file-input", str(SAMPLE))
     page.get_by_role("button", name="Transcribe").click()
-    page.wait_for_function("document.querySelector('#status').textContent.startsWith('Done')", timeout=GUARD_MS)
+    expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
     names = page.locator("#speakers input")
     assert names.count() == 2 and names.nth(0).input_value() == "SPEAKER_00"
     transcript = page.locator("#transcript").inner_text().lower()
@@ -114,7 +117,7 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
 
     word = page.locator(".word").nth(3)
     word.click()
-    page.wait_for_function("document.querySelector('.word.current') !== null", timeout=GUARD_MS)
+    page.locator(".word.current").wait_for(timeout=GUARD_MS)
     screenshot(page, "page-recording")
     assert page.problems == []
 
@@ -123,11 +126,11 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     page.goto(page_url + "/")
     record = page.get_by_role("button", name="Record")
     record.click()
-    page.wait_for_function("document.querySelector('#record').getAttribute('aria-pressed') === 'true'", timeout=GUARD_MS)
-    page.wait_for_function("document.querySelectorAll('#transcript .word').length >= 4", timeout=GUARD_MS)
+    expect(page.locator("#record")).to_have_attribute("aria-pressed", "true", timeout=GUARD_MS)
+    expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)  # the second reader, live
     screenshot(page, "page-live")
     page.get_by_role("button", name="Stop").click()
-    page.wait_for_function("document.querySelector('#status').textContent.startsWith('Stopped')", timeout=GUARD_MS)
+    expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
     assert "forward" in page.locator("#transcript").inner_text().lower()
     assert page.locator("#player").get_attribute("src").startswith("blob:")  # the recording stays to listen to
     assert page.problems == []
@@ -146,8 +149,8 @@ def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handl
         wrong = page.inner_text("#error")
         page.fill("#api-key", "sk-page")
         page.click("#key-save")
-        page.wait_for_function("document.querySelector('#status').textContent.includes('Key accepted')", timeout=GUARD_MS)
-        assert page.evaluate("location.href").endswith("/")  # the key never goes in a URL
+        expect(page.locator("#status")).to_contain_text("Key accepted", timeout=GUARD_MS)
+        assert page.url.endswith("/")  # the key never goes in a URL
         context.close()
     assert "API key is wrong" in wrong
 
@@ -163,7 +166,7 @@ def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_han
         page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
         too_big = page.inner_text("#error")
         page.get_by_role("button", name="Record").click()
-        page.wait_for_function("document.querySelector('#error').textContent.includes('capacity')", timeout=GUARD_MS)
+        expect(page.locator("#error")).to_contain_text("capacity", timeout=GUARD_MS)
         busy = page.inner_text("#error")
         context.close()
     assert "too big" in too_big and "MAX_UPLOAD_MB" in too_big
@@ -171,10 +174,10 @@ def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_han
 
 
 def test_no_microphone_permission_is_explained(browser, page_url):
-    context = browser.new_context(permissions=[])
+    context = browser.new_context()
     page = context.new_page()
+    page.add_init_script(path=str(DENY_MICROPHONE))
     page.goto(page_url + "/")
-    page.evaluate("navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('denied', 'NotAllowedError'))")
     page.get_by_role("button", name="Record").click()
     page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
     assert "did not allow the microphone" in page.inner_text("#error")

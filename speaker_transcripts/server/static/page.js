@@ -263,15 +263,16 @@ async function startLive() {
   resetResult("live recording");
   $("result").hidden = false;
   showError("");
+  const context = new AudioContext({ sampleRate: LIVE_RATE });
+  await context.audioWorklet.addModule("static/pcm-worklet.js");
+  const source = context.createMediaStreamSource(stream);
+  const capture = new AudioWorkletNode(context, "pcm16-capture");
+  // the socket last, and its handlers set before anything is awaited again: an "open" heard by nobody is lost
   const protocols = ["realtime"];
   if (apiKey()) protocols.push(`openai-insecure-api-key.${apiKey()}`);
   const url = new URL("v1/realtime?intent=transcription", window.location.href);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   const socket = new WebSocket(url, protocols);
-  const context = new AudioContext({ sampleRate: LIVE_RATE });
-  await context.audioWorklet.addModule("static/pcm-worklet.js");
-  const source = context.createMediaStreamSource(stream);
-  const capture = new AudioWorkletNode(context, "pcm16-capture");
   const recorded = [];
   let open = false;
   let stopping = false;
