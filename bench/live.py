@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.pipeline.audio import decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    entries = [entry for entry in load_manifest(arguments.manifest) if entry.turns and entry.speaker_texts]
+    entries = [entry for entry in load_manifest(arguments.manifest) if entry.kind == "synthetic_conversation" and entry.speaker_texts]
     handler = Transcriber(ModelSettings(asr_model=arguments.asr_model,
                                         diarization_model="pyannote-campplus" if arguments.diarize else None))
     normalise = english_normaliser()

@@ -214,3 +214,19 @@ def test_every_curl_example_runs_as_written_on_a_file_of_several_megabytes(undia
         assert completed.returncode == 0, (line, completed.stderr[-500:])
         status = completed.stdout.rstrip().splitlines()[-1]
         assert status == "200", (line, completed.stdout[-500:])
+
+
+def test_the_live_example_runs_as_written(live_handler, speech_wav, tmp_path, monkeypatch, capsys):
+    """The README's realtime example (the openai client), against the live route on tiny models."""
+    from servers import serving
+
+    from speaker_transcripts.config import ServerSettings
+    from speaker_transcripts.server.app import create_app
+
+    (tmp_path / "meeting.wav").write_bytes(speech_wav)
+    monkeypatch.chdir(tmp_path)
+    with serving(create_app(lambda: live_handler, ServerSettings())) as base_url:
+        code = python_block("client.realtime.connect").replace("http://localhost:8000", base_url)
+        exec(compile(code, "README.md", "exec"), {"API_KEY": None})  # noqa: S102 (running the README example is the test)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed and all(line.startswith("SPEAKER_") for line in printed), printed

@@ -17,7 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from speaker_transcripts.cli.options import add_request_options, model_settings, request_parameters
+from speaker_transcripts.cli.options import add_request_options, checked_parameters, model_settings
+from speaker_transcripts.errors import InvalidRequestError
 
 EXIT_FILE_FAILED = 1
 EXIT_USAGE = 2
@@ -50,12 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         files = expand_inputs(arguments.inputs)  # unusable inputs stop here, before Ray and the models start
-    except InputError as error:
+        parameters = checked_parameters(arguments)  # and the --speaker clips
+    except (InputError, InvalidRequestError) as error:
         print(f"speaker-transcripts batch: {error}", file=sys.stderr)
         return EXIT_USAGE
     options = BatchOptions(
         address=arguments.address, workers=arguments.workers, cpus_per_worker=arguments.cpus_per_worker,
         gpus_per_worker=arguments.gpus_per_worker, output_format=arguments.format,
     )
-    summary = run_files(files, arguments.out, model_settings(arguments), request_parameters(arguments), options)
+    summary = run_files(files, arguments.out, model_settings(arguments), parameters, options)
     return EXIT_FILE_FAILED if summary.failed else 0

@@ -54,6 +54,23 @@ def known_speakers_parameter(arguments: argparse.Namespace) -> list[dict[str, st
         raise SystemExit(f"cannot read the clip {error.filename}: {error.strerror}") from None
 
 
+def checked_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
+    """``request_parameters``, checked now as the server would check them, the ``--speaker`` clips
+    included (decoded and cut to their speech by Silero): a bad clip is one line before any model
+    loads, not one per file after the models have (``InvalidRequestError``)."""
+    from speaker_transcripts.config import parse_parameters
+    from speaker_transcripts.pipeline.speech_gate import SpeechGate
+    from speaker_transcripts.pipeline.transcriber import enrolment_speech
+
+    parameters = request_parameters(arguments)
+    config, _ = parse_parameters(parameters)  # --num-speakers 0, --min-speakers 3 --max-speakers 1
+    if config.known_speakers:
+        gate = SpeechGate()
+        for speaker in config.known_speakers:
+            enrolment_speech(speaker, gate)
+    return parameters
+
+
 def add_request_options(parser: argparse.ArgumentParser) -> None:
     """Language, task, timestamps, long form, prompt, assistant, diarization, speaker hints, models."""
     parser.add_argument("--language", help="language code or name; detected when omitted")

@@ -23,8 +23,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from speaker_transcripts.cli.options import add_request_options, model_settings, request_parameters
-from speaker_transcripts.config import parse_parameters, timed_by_words
+from speaker_transcripts.cli.options import add_request_options, checked_parameters, model_settings
+from speaker_transcripts.config import timed_by_words
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, SUBTITLE_FORMATS, SubtitleRules, render
 from speaker_transcripts.pipeline.audio import AUDIO_EXTENSIONS, SAMPLING_RATE, decode_file, probe_file
@@ -82,13 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"speaker-transcripts transcribe: error: {error}", file=sys.stderr)
         return EXIT_NOT_STARTED
+    if arguments.task == "diarize" and arguments.format in ("txt", "srt", "vtt"):
+        print(f"speaker-transcripts transcribe: error: --task diarize gives the speaker timeline, not text: use --format rttm "
+              f"(or json), not {arguments.format}", file=sys.stderr)
+        return EXIT_NOT_STARTED
     if arguments.format == "rttm" and arguments.diarize is False:
         print("speaker-transcripts transcribe: error: --format rttm is the speaker timeline; drop --no-diarize", file=sys.stderr)
         return EXIT_NOT_STARTED
     # Everything a user can get wrong is checked here, in a second, not after the models have loaded.
     try:
-        parameters = request_parameters(arguments)  # reads the --speaker clips once
-        parse_parameters(parameters)  # --num-speakers 0, --min-speakers 3 --max-speakers 1
+        parameters = checked_parameters(arguments)  # reads the --speaker clips once, and checks them
         check_language(arguments.language)
         files = input_files(arguments.files)
         documents = output_paths(files, arguments.out, arguments.format) if arguments.out else {}
@@ -123,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             tqdm.write(f"{path}: {error}", file=sys.stderr)
             failures += 1
             continue
-        if NO_SPEECH in result["warnings"]:  # otherwise txt/srt/vtt output would just be empty
-            tqdm.write(f"{path}: {NO_SPEECH}", file=sys.stderr)
+        for warning in result["warnings"]:  # a person reads them whatever the format (an empty document, a name not given)
+            tqdm.write(f"{path}: {'' if warning == NO_SPEECH else 'warning: '}{warning}", file=sys.stderr)
         try:
             write_result(path, result, arguments.format, documents.get(path), header=several, rules=rules)
             if path in plots:

@@ -68,6 +68,8 @@ from speaker_transcripts.pipeline.transcript import Chunk, group_words
 if TYPE_CHECKING:
     import numpy as np
 
+    from speaker_transcripts.pipeline.speech_gate import SpeechGate
+
 NO_SPEECH = "no speech detected"
 logger = logging.getLogger(__name__)  # a line per model loaded; the CLI shows it on stderr, the server in its log
 
@@ -137,7 +139,7 @@ class Transcriber:
         resolved = resolve_request(config, self.capabilities)
         config, warnings = resolved.config, warnings + resolved.warnings
         audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds, should_stop)
-        clips = {speaker.name: self._enrolment_clip(speaker, should_stop) for speaker in config.known_speakers}
+        clips = {speaker.name: enrolment_speech(speaker, self.speech_gate, should_stop) for speaker in config.known_speakers}
         with self._lock:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
@@ -260,28 +262,10 @@ class Transcriber:
         embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
         if embed is None:
             raise InvalidRequestError("known speakers need a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
-        clips = {speaker.name: self._enrolment_clip(speaker, None) for speaker in speakers}
+        clips = {speaker.name: enrolment_speech(speaker, self.speech_gate) for speaker in speakers}
         with self._lock:
             return {name: embed(clip) for name, clip in clips.items()}
 
-    def _enrolment_clip(self, speaker: KnownSpeaker, should_stop: Callable[[], bool] | None) -> np.ndarray:
-        """A known speaker's clip, decoded like any upload, as its speech alone; a clip that is
-        undecodable, too long or holds too little speech is the client's to fix (400)."""
-        try:
-            clip = decode_inputs(speaker.audio, SAMPLING_RATE, MAX_REFERENCE_S, should_stop)
-        except AudioTooLongError:
-            raise InvalidRequestError(
-                f"known speaker {speaker.name!r}: the clip is longer than {MAX_REFERENCE_S:g} s; send a few seconds of this speaker alone"
-            ) from None
-        except InvalidRequestError as error:
-            raise InvalidRequestError(f"known speaker {speaker.name!r}: {error}") from None
-        speech = speech_of(clip.samples, self.speech_gate.speech_regions(clip.samples, MAX_REFERENCE_S))
-        if len(speech) < MIN_REFERENCE_SPEECH_S * SAMPLING_RATE:
-            raise InvalidRequestError(
-                f"known speaker {speaker.name!r}: the clip holds {len(speech) / SAMPLING_RATE:.1f} s of speech; "
-                f"at least {MIN_REFERENCE_SPEECH_S:g} s of this speaker talking is needed"
-            )
-        return speech
 
     def _diarize_and_name(
         self, samples: np.ndarray, config: InferenceConfig, clips: dict[str, np.ndarray], should_stop: Callable[[], bool] | None
@@ -342,6 +326,27 @@ class Transcriber:
         if self.decoding_policy.choose(duration):
             return config.model_copy(update={"assisted": True, "batch_size": 1})
         return config.model_copy(update={"assisted": False})
+
+
+def enrolment_speech(speaker: KnownSpeaker, speech_gate: SpeechGate, should_stop: Callable[[], bool] | None = None) -> np.ndarray:
+    """A known speaker's clip, decoded like any upload, as its speech alone; a clip that is
+    undecodable, too long or holds too little speech is the client's to fix (400). The CLI runs it
+    on the command line's clips before any model loads."""
+    try:
+        clip = decode_inputs(speaker.audio, SAMPLING_RATE, MAX_REFERENCE_S, should_stop)
+    except AudioTooLongError:
+        raise InvalidRequestError(
+            f"known speaker {speaker.name!r}: the clip is longer than {MAX_REFERENCE_S:g} s; send a few seconds of this speaker alone"
+        ) from None
+    except InvalidRequestError as error:
+        raise InvalidRequestError(f"known speaker {speaker.name!r}: {error}") from None
+    speech = speech_of(clip.samples, speech_gate.speech_regions(clip.samples, MAX_REFERENCE_S))
+    if len(speech) < MIN_REFERENCE_SPEECH_S * SAMPLING_RATE:
+        raise InvalidRequestError(
+            f"known speaker {speaker.name!r}: the clip holds {len(speech) / SAMPLING_RATE:.1f} s of speech; "
+            f"at least {MIN_REFERENCE_SPEECH_S:g} s of this speaker talking is needed"
+        )
+    return speech
 
 
 def _speaker_count_warnings(config: InferenceConfig, turns: list[Turn] | None) -> list[str]:

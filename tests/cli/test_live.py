@@ -48,7 +48,7 @@ def test_live_in_process_prints_and_saves(tiny_models, tiny_pyannote, tmp_path, 
 
 
 def test_live_against_the_server_with_its_key(live_handler, tmp_path, capsys):
-    settings = ServerSettings(api_key="sk-cli")
+    settings = ServerSettings(api_key="sk-cli", live_max_sessions=2)
     with serving(create_app(lambda: live_handler, settings), settings) as base_url:
         out = tmp_path / "session.json"
         status = live.main([SAMPLE, "--speed", "50", "--url", base_url, "--api-key", "sk-cli", "--out", str(out), "--language", "en"])

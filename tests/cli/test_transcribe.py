@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import srt
 
+from speaker_transcripts.cli import options
 from speaker_transcripts.cli import transcribe as cli
 from speaker_transcripts.output.formats import subtitle_cues, to_srt
 
@@ -90,7 +91,7 @@ def test_assisted_run_and_parameters(tiny_models, audio_files, monkeypatch, caps
     result = json.loads(capsys.readouterr().out)
     assert any("batch_size 24 was reduced to 1" in warning for warning in result["warnings"])
     arguments = cli.parse_arguments(["x.wav", "--num-speakers", "3", "--prompt", "Names: Ada.", "--long-form", "chunked"])
-    assert cli.request_parameters(arguments) == {
+    assert options.request_parameters(arguments) == {
         "task": "transcribe", "return_timestamps": "segment", "assisted": False, "long_form": "chunked",
         "prompt": "Names: Ada.", "num_speakers": 3,
     }
@@ -114,7 +115,7 @@ def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(mo
     assert (built[0].asr_model, built[0].diarization_model) == ("whisper-base", "pyannote-campplus")
     assert built[0].warmup is False, "a CLI run has no second request for a warm-up to speed up"
     assert (built[1].asr_model, built[1].diarization_model) == ("whisper-base", None)
-    assert "diarize" not in cli.request_parameters(cli.parse_arguments([str(audio_files["good"])]))
+    assert "diarize" not in options.request_parameters(cli.parse_arguments([str(audio_files["good"])]))
 
 
 def test_silence_is_reported_on_stderr_not_left_as_an_empty_document(tiny_models, tmp_path, monkeypatch, capsys):
@@ -152,6 +153,37 @@ def test_unusable_known_speaker_options_are_usage_errors(audio_files, options, m
     with pytest.raises(SystemExit) as exited:
         cli.main([str(audio_files["good"]), *options])
     assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_clip_that_cannot_name_anyone_is_one_line_before_the_models_load(audio_files, tmp_path, monkeypatch, capsys):
+    """A clip of silence, or of no audio at all: said once, naming the speaker, before loading, not once per file after it."""
+    import numpy as np
+    from audio_files import pcm_wav
+
+    (tmp_path / "quiet.wav").write_bytes(pcm_wav(np.zeros(16000 * 3, dtype=np.float32)))
+    (tmp_path / "notes.wav").write_text("not audio")
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    files = [str(audio_files["good"]), str(audio_files["good"])]
+    assert cli.main([*files, "--speaker", f"Ann={tmp_path / 'quiet.wav'}"]) == cli.EXIT_NOT_STARTED
+    quiet = capsys.readouterr().err
+    assert cli.main([*files, "--speaker", f"Ben={tmp_path / 'notes.wav'}"]) == cli.EXIT_NOT_STARTED
+    broken = capsys.readouterr().err
+    assert quiet.count("known speaker 'Ann'") == 1 and "s of speech" in quiet
+    assert broken.count("known speaker 'Ben'") == 1 and "could not decode" in broken
+
+
+@pytest.mark.parametrize("output", ["txt", "srt", "vtt"])
+def test_diarization_alone_in_a_text_format_is_a_usage_error(audio_files, output, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    assert cli.main([str(audio_files["good"]), "--task", "diarize", "--format", output]) == cli.EXIT_NOT_STARTED
+    assert "use --format rttm" in capsys.readouterr().err
+
+
+def test_the_answers_warnings_are_on_stderr_whatever_the_format(tiny_models, audio_files, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(audio_files["good"]), "--format", "txt", "--num-speakers", "2", "--no-diarize"]) == 0
+    err = capsys.readouterr().err
+    assert "good.wav: warning: num_speakers ignored" in err
 
 
 def test_rttm_without_diarization_is_a_usage_error(audio_files, monkeypatch, capsys):

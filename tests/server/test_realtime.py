@@ -46,7 +46,8 @@ def appends(pcm: bytes, seconds: float = 0.1) -> list[str]:
 
 @pytest.fixture(scope="module")
 def live_url(live_handler):
-    with serving(create_app(lambda: live_handler, ServerSettings())) as base_url:
+    # room for a session whose slot is still being given back when the next test's connects
+    with serving(create_app(lambda: live_handler, ServerSettings(live_max_sessions=4))) as base_url:
         yield base_url
 
 
@@ -158,7 +159,7 @@ def test_a_bad_event_gets_an_error_event_and_the_session_goes_on(live_url, pcm, 
 
 @pytest.fixture(scope="module")
 def keyed_url(live_handler):
-    with serving(create_app(lambda: live_handler, ServerSettings(api_key="sk-live-test"))) as base_url:
+    with serving(create_app(lambda: live_handler, ServerSettings(api_key="sk-live-test", live_max_sessions=4))) as base_url:
         yield base_url
 
 
@@ -234,7 +235,7 @@ def test_an_idle_session_is_told_and_closed(live_handler):
 
 
 def test_a_frame_over_the_limit_closes_only_its_own_session(live_handler):
-    settings = ServerSettings(live_max_frame_kb=16)
+    settings = ServerSettings(live_max_frame_kb=16, live_max_sessions=2)
     with serving(create_app(lambda: live_handler, settings), settings) as base_url:  # the frame limit is Uvicorn's
         async def scenario() -> tuple[int, str]:
             async with connect(ws_url(base_url)) as bystander, connect(ws_url(base_url)) as abusive:
