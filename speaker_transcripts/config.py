@@ -92,11 +92,12 @@ class ModelSettings(BaseSettings):
         return settings
 
     @classmethod
-    def self_hosted(cls) -> ModelSettings:
+    def self_hosted(cls, **overrides: Any) -> ModelSettings:
         """Settings for the CLI and the self-hosted server: what the environment sets, and the
         embedded ``whisper-base`` and diarization pipeline for what it leaves unset, so a machine
-        without a Hub account or access transcribes and diarizes out of the box."""
-        settings = cls()
+        without a Hub account or access transcribes and diarizes out of the box. ``overrides`` win
+        over both (``self_hosted(warmup=False)`` in a script that transcribes one file)."""
+        settings = cls(**overrides)
         defaults = {"asr_model": SELF_HOSTED_ASR_MODEL, "diarization_model": SELF_HOSTED_DIARIZATION_MODEL}
         return settings.model_copy(update={name: value for name, value in defaults.items() if name not in settings.model_fields_set})
 

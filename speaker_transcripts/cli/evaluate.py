@@ -1,11 +1,10 @@
-"""``speaker-transcripts evaluate``: the evaluation harness over a manifest, results to ``--out``.
+"""Score transcripts and speaker attribution on a manifest of recordings with known text (and turns).
 
+    speaker-transcripts evaluate --manifest samples/manifest.json --asr-model whisper-tiny.en --diarization-model pyannote-campplus
     speaker-transcripts evaluate --manifest ../shared/dev-audio/manifest.json --asr-model whisper-base --oracle-rttm
-    speaker-transcripts evaluate --manifest ../shared/dev-audio/manifest.json --asr-model whisper-base \\
-        --diarization-model pyannote-campplus
 
-What is scored, and how, is ``evaluation/evaluate.py``'s docstring; the results go to ``--out`` as
-``results.json`` and ``results.md``, and the table is printed.
+What is scored, and how, is evaluation/evaluate.py's docstring; the results go to --out as results.json
+and results.md, and the table is printed.
 """
 
 from __future__ import annotations
@@ -17,11 +16,23 @@ from pathlib import Path
 from speaker_transcripts.evaluation.evaluate import Evaluation, markdown, percent, summarise
 from speaker_transcripts.evaluation.scoring import load_manifest
 
+MANIFEST_FORMAT = """manifest format (samples/manifest.json is one):
+  [{"audio": "meeting.wav",            path relative to the manifest
+    "text": "the reference transcript",
+    "rttm": "meeting.rttm",            optional: reference speaker turns (RTTM); DER and attribution need them
+    "transcript": "meeting.turns.json", optional, with "transcript_format": "turns_json":
+                                        [{"speaker": "A", "start": 0.6, "end": 3.5, "text": "..."}]
+    "language": "en"}]                  optional: otherwise --language
+"""
+
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts evaluate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--manifest", type=Path, required=True)
-    parser.add_argument("--asr-model", required=True)
+    parser = argparse.ArgumentParser(
+        prog="speaker-transcripts evaluate", description=__doc__.split("\n\n")[0], epilog=MANIFEST_FORMAT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--manifest", type=Path, required=True, help="a JSON list of recordings with their text (format below)")
+    parser.add_argument("--asr-model", required=True, help="embedded name (whisper-base), Hub id or folder")
     parser.add_argument("--assistant-model", help="loaded, and used for every handler run (assisted=true)")
     speakers = parser.add_mutually_exclusive_group()
     speakers.add_argument("--diarization-model", help="pyannote pipeline (Hub id or directory); DER is reported")
@@ -31,7 +42,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--long-form", choices=("vad", "chunked"), default="vad",
         help="the handler's long-form decoding (default vad); with chunked it decodes as the bare pipeline does",
     )
-    parser.add_argument("--out", type=Path, default=Path("eval-results"))
+    parser.add_argument("--out", type=Path, default=Path("eval-results"), help="folder for results.json and results.md (default: eval-results)")
     return parser.parse_args(argv)
 
 

@@ -1,9 +1,10 @@
 """A PNG timeline of who spoke when, with the words: quicker to check than a transcript.
 
 Laid out like a page: the audio runs left to right in rows of at most a minute (a 10-minute file
-is ten rows, not one 40-inch strip), each row with a lane per speaker (one "speech" lane without
-diarization), a bar per segment and as many of the segment's words as fit on its bar (measured
-as drawn, so no label runs into the next bar or is cut mid-word), in a font a person can read.
+is ten rows, not one 40-inch strip; a remainder under 10 s widens the last row), each row with a lane
+per speaker (one "speech" lane without diarization), a bar per speaker turn and as many of the turn's
+first words as fit on its bar (measured as drawn, so no label runs into the next bar or is cut
+mid-word; none when fewer than two words fit), in a font a person can read.
 Under the bars, a thin strip per lane is the diarization timeline as found, and grey bands mark
 overlapping speech (two or more speakers at once), which the one-speaker-at-a-time segments
 cannot show. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
@@ -29,11 +30,15 @@ from speaker_transcripts.output.formats import Cue, cues_from_result
 from speaker_transcripts.pipeline.diarization import Turn
 
 ROW_S = 60.0  # seconds of audio per row
+TAIL_S = 10.0  # a remainder shorter than this widens the last row instead of making a row of its own
+TURN_GAP_S = 1.5  # a speaker's cues this close together are one bar
+TITLE_IN = 0.35  # room above the rows for the title
 WIDTH_IN = 14.0
 LANE_IN = 0.42
 FONT_PT = 9
 DPI = 100
 LABEL_PADDING_PX = 4  # between a label's last glyph and its bar's end
+MIN_CUT_WORDS = 2
 
 
 def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Path:
@@ -48,34 +53,54 @@ def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Pat
 def timeline_figure(result: Mapping[str, Any], title: str = "") -> Figure:
     """The timeline as a matplotlib figure (the caller closes it). Labels are placed last, once
     the layout is final, so each is measured against its bar in the pixels it will be drawn in."""
-    cues = cues_from_result(result)
+    cues = speaker_turns(cues_from_result(result))
     timeline = [Turn(str(turn["speaker"]), float(turn["start"]), float(turn["end"])) for turn in result.get("diarization") or []]
     lanes = sorted({cue.speaker or "speech" for cue in cues} | {turn.speaker for turn in timeline}) or ["speech"]
     duration = max([result.get("duration") or 0.0] + [cue.end for cue in cues] + [turn.end for turn in timeline]) or 1.0
-    row_seconds = min(ROW_S, duration)
-    rows = math.ceil(duration / row_seconds)
+    spans = row_spans(duration)
     row_height = LANE_IN * len(lanes) + 0.55
-    figure, axes_list = plt.subplots(rows, 1, figsize=(WIDTH_IN, 0.7 + row_height * rows), squeeze=False, dpi=DPI)
+    height = 0.7 + row_height * len(spans)
+    figure, axes_list = plt.subplots(len(spans), 1, figsize=(WIDTH_IN, height), squeeze=False, dpi=DPI)
     overlaps = overlapped_spans(timeline)
-    for row, axes in enumerate(axes_list[:, 0]):
-        start = row * row_seconds
+    for row, (axes, (start, end)) in enumerate(zip(axes_list[:, 0], spans, strict=True)):
         for left, right in overlaps:
             axes.axvspan(left, right, color="0.6", alpha=0.3, linewidth=0)
         _draw_timeline(axes, timeline, lanes)
-        _draw_row(axes, cues, lanes, start, start + row_seconds, show_label=row == 0)
+        _draw_row(axes, cues, lanes, start, end, show_label=row == 0)
     if not cues and not timeline:
         axes_list[0, 0].text(duration / 2, 0, "no speech", ha="center", va="center", fontsize=FONT_PT + 2, color="0.4")
     figure.suptitle(title or "speaker timeline", fontsize=FONT_PT + 2)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0, 1, 1 - TITLE_IN / height))  # the title above the rows, never over the first
     renderer = figure.canvas.get_renderer()
     font = FontProperties(size=FONT_PT)
 
     def width_px(text: str) -> float:
         return renderer.get_text_width_height_descent(text, font, ismath=False)[0]
 
-    for row, axes in enumerate(axes_list[:, 0]):
-        _label_row(axes, cues, lanes, row * row_seconds, (row + 1) * row_seconds, width_px)
+    for axes, (start, end) in zip(axes_list[:, 0], spans, strict=True):
+        _label_row(axes, cues, lanes, start, end, width_px)
     return figure
+
+
+def row_spans(duration: float) -> list[tuple[float, float]]:
+    """Rows of ``ROW_S`` seconds; a remainder under ``TAIL_S`` joins the last row instead of a row of
+    its own (a file of 7:00.5 is seven rows, not an eighth almost empty one)."""
+    rows = max(1, math.ceil((duration - TAIL_S) / ROW_S))
+    width = min(ROW_S, duration)
+    return [(row * width, duration if row == rows - 1 else (row + 1) * width) for row in range(rows)]
+
+
+def speaker_turns(cues: Sequence[Cue]) -> list[Cue]:
+    """Consecutive cues of one speaker, no more than ``TURN_GAP_S`` apart, as one bar: a bar per
+    turn carries a readable label, a bar per sentence (or word) mostly a cut one."""
+    turns: list[Cue] = []
+    for cue in sorted(cues, key=lambda cue: cue.start):
+        last = turns[-1] if turns else None
+        if last is not None and last.speaker == cue.speaker and cue.start - last.end <= TURN_GAP_S:
+            turns[-1] = Cue(start=last.start, end=max(last.end, cue.end), text=f"{last.text} {cue.text}", speaker=last.speaker)
+        else:
+            turns.append(cue)
+    return turns
 
 
 def overlapped_spans(turns: Sequence[Turn]) -> list[tuple[float, float]]:
@@ -145,13 +170,13 @@ def _label_row(
 
 def _fitting(text: str, room_px: float, width_px: Callable[[str], float]) -> str:
     """As many whole words of ``text`` as fit in ``room_px`` (as drawn, after a leading space),
-    with an ellipsis when cut; nothing when not even the first word fits. Control characters
-    are dropped (no glyph)."""
+    with an ellipsis when cut; nothing when fewer than ``MIN_CUT_WORDS`` fit (a bar labelled "I…"
+    says nothing). Control characters are dropped (no glyph)."""
     text = "".join(character for character in text if character.isprintable())
     if width_px(" " + text) <= room_px:
         return text
     words = text.split()
-    fitting, low, high = "", 1, len(words) - 1  # binary search: a longer prefix is never narrower
+    fitting, low, high = "", MIN_CUT_WORDS, len(words) - 1  # binary search: a longer prefix is never narrower
     while low <= high:
         count = (low + high) // 2
         label = " ".join(words[:count]).rstrip(",;:") + "…"

@@ -185,9 +185,18 @@ def test_the_readme_library_example_runs_as_written(handler, monkeypatch, capsys
     monkeypatch.setenv("ASR_MODEL", "whisper-tiny.en")
     monkeypatch.setenv("DIARIZATION_MODEL", "pyannote-campplus")
     monkeypatch.chdir(SAMPLE.parents[1])
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (running the README example is the test)
-    printed = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in printed] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_00"], printed
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (running the README example is the test)
+    finally:  # the example configures logging for its script; the rest of the suite keeps its own
+        root.handlers[:], root.level = handlers, level
+    printed = capsys.readouterr()
+    lines = printed.out.splitlines()
+    assert [line.split()[0] for line in lines] == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_00"], lines
+    assert "whisper-tiny.en: speech recognition" in printed.err  # the example says what it loads
 
 
 ENROLMENT = SAMPLE.parent / "enrolment"  # clips from other recordings of the two readers, and an impostor
