@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from speaker_transcripts.batch.inputs import InputFile, expand_inputs
-from speaker_transcripts.batch.results import ResultsLog
+from speaker_transcripts.batch.results import JOURNAL, PARQUET, ResultsLog
 from speaker_transcripts.config import ModelSettings
 from speaker_transcripts.errors import InvalidRequestError
 
@@ -58,13 +58,14 @@ class BatchSummary:
     elapsed_s: float = 0.0
     rows: list[dict[str, Any]] = field(default_factory=list)
 
-    def paragraph(self, out: Path) -> str:
+    def paragraph(self, out: Path, parquet: bool = False) -> str:
         rate = self.audio_seconds / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        written = f"{out / JOURNAL}" + (f" and {out / PARQUET}" if parquet else "")
         return (
             f"{self.done + self.failed} of {self.total} files transcribed in {self.elapsed_s:.0f} s "
             f"({self.done} done, {self.failed} failed, {self.skipped} already done before this run); "
             f"{_amount(self.audio_seconds)} of audio, {rate:.1f} audio hours per hour (start-up included). "
-            f"Rows: {out / 'results.jsonl'}"
+            f"Rows: {written}"
         )
 
 
@@ -157,7 +158,7 @@ def run_files(
                 summary.failed += 1
     summary.rows = log.finalise(files, parquet=options.output_format == "parquet")
     summary.elapsed_s = time.monotonic() - started
-    say(summary.paragraph(out))
+    say(summary.paragraph(out, parquet=options.output_format == "parquet"))
     return summary
 
 

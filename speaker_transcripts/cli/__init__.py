@@ -8,9 +8,9 @@ instead of after torch has loaded.
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
-from typing import Any
+
+from speaker_transcripts.console import show_package_log
 
 SUBCOMMANDS = {
     "transcribe": ("transcribe", "transcribe local audio files, with speakers (json, txt, srt, vtt, rttm)"),
@@ -32,31 +32,6 @@ def usage() -> str:
     return "usage: speaker-transcripts SUBCOMMAND [options]\n\nsubcommands:\n" + "\n".join(lines) + (
         "\n\n'speaker-transcripts SUBCOMMAND --help' describes each one.\n"
     )
-
-
-class _ConsoleHandler(logging.StreamHandler):
-    """Writes each line to ``sys.stderr`` as it is when the line is logged, not as it was when the
-    handler was made: a caller (or a test harness) that swaps stderr and closes its own would
-    otherwise get "--- Logging error --- I/O operation on closed file" for every later line."""
-
-    @property  # type: ignore[override]
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _: Any) -> None:
-        pass
-
-
-def show_package_log() -> None:
-    """The package's own log lines (a line per model loaded, the server's notices) on stderr, as
-    written: a command's user reads them; library noise stays silenced at its source."""
-    package = logging.getLogger("speaker_transcripts")
-    if not any(isinstance(handler, _ConsoleHandler) for handler in package.handlers):  # added once per process
-        handler = _ConsoleHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        package.addHandler(handler)
-    package.setLevel(logging.INFO)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -134,10 +134,13 @@ def main(argv: list[str] | None = None) -> int:
                 from speaker_transcripts.output.plot import plot_timeline
 
                 plot_timeline(result, plots[path], title=path.name)
+            written = [str(target) for target in (documents.get(path), plots.get(path)) if target is not None]
+            if written:
+                tqdm.write(f"{path}: wrote {' and '.join(written)}", file=sys.stderr)
         except OSError as error:  # a full disk, a folder removed meanwhile: the transcript is not lost
-            tqdm.write(f"{path}: cannot write {error.filename or 'the output'} ({error.strerror}); the result follows on stdout",
-                       file=sys.stderr)
-            print(json.dumps({"file": str(path), **result}, ensure_ascii=False))
+            tqdm.write(f"{path}: cannot write {error.filename or 'the output'} ({error.strerror}); "
+                       f"the {arguments.format} follows on stdout", file=sys.stderr)
+            write_result(path, result, arguments.format, None, header=True, rules=rules)
             failures += 1
     return EXIT_FILE_FAILED if failures else 0
 

@@ -92,7 +92,7 @@ def render(
     if output_format == "srt":
         return to_srt(subtitle_cues(result, rules))
     if output_format == "vtt":
-        return to_vtt(subtitle_cues(result, rules))
+        return to_vtt(subtitle_cues(result, rules, label_shown=False))
     raise ValueError(f"unknown output format {output_format!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
 
 
@@ -111,28 +111,49 @@ def paragraphs(result: Mapping[str, Any]) -> list[Cue]:
     return joined
 
 
-def subtitle_cues(result: Mapping[str, Any], rules: SubtitleRules | None = None) -> list[Cue]:
+def subtitle_cues(result: Mapping[str, Any], rules: SubtitleRules | None = None, label_shown: bool = True) -> list[Cue]:
     """Cues that keep ``rules``, from the response's words when it has them, else its segments
-    (speaker segments when diarized). Every word appears once, in order."""
+    (speaker segments when diarized). Every word appears once, in order, spelled and spaced as
+    Whisper wrote it ("5%" stays "5%" though its words are "5" and "%"). ``label_shown``: the
+    speaker label takes room on the first line (SRT's ``SPEAKER_00: ``); WebVTT's voice span
+    (``<v SPEAKER_00>``) takes none."""
     rules = rules or SubtitleRules()
-    units = _cues_of(result.get("chunks") or [])
+    chunks = result.get("chunks") or []
+    units = _cues_of(chunks)
     attributed = not result.get("speakers") or all(unit.speaker for unit in units)
-    if not (units and _are_words(units) and attributed):
+    if units and _are_words(units) and attributed:
+        units = _glued(chunks, units)
+    else:
         units = cues_from_result(result)
-    units = [word for unit in units for word in _words(unit, rules)]
+    units = [word for unit in units for word in _words(unit, rules, label_shown)]
     groups: list[list[Cue]] = []
     current: list[Cue] = []
     for word in units:
-        if current and not _joins(current, word, rules):
+        if current and not _joins(current, word, rules, label_shown):
             groups.append(current)
             current = []
         current.append(word)
     if current:
         groups.append(current)
-    return _held_long_enough([_cue_of(group, rules) for group in _without_orphans(groups, rules)], rules)
+    cues = [_cue_of(group, rules, label_shown) for group in _without_orphans(groups, rules, label_shown)]
+    return _held_long_enough(cues, rules)
 
 
-def _without_orphans(groups: list[list[Cue]], rules: SubtitleRules) -> list[list[Cue]]:
+def _glued(chunks: Sequence[Mapping[str, Any]], words: list[Cue]) -> list[Cue]:
+    """Word cues with a word Whisper wrote without a space before it ("%", "'s") joined to the one
+    before (the blank chunks ``_cues_of`` dropped are skipped here too)."""
+    texts = [str(chunk.get("text") or "") for chunk in chunks if _one_line(str(chunk.get("text") or ""))]
+    joined: list[Cue] = []
+    for text, word in zip(texts, words, strict=True):
+        if joined and not text[:1].isspace() and joined[-1].speaker == word.speaker:
+            last = joined[-1]
+            joined[-1] = Cue(last.start, max(last.end, word.end), last.text + word.text, last.speaker)
+        else:
+            joined.append(word)
+    return joined
+
+
+def _without_orphans(groups: list[list[Cue]], rules: SubtitleRules, label_shown: bool = True) -> list[list[Cue]]:
     """A cue of one word that only finishes the sentence before it ("screen.") is hard to read
     alone: it takes the previous cue's last word (same speaker, no pause between, the lines still
     fit), as a subtitler would break the sentence."""
@@ -143,7 +164,7 @@ def _without_orphans(groups: list[list[Cue]], rules: SubtitleRules) -> list[list
         if orphan[0].speaker != before[-1].speaker or orphan[0].start - before[-1].end > rules.max_pause_s:
             continue
         moved = [before[-1], *orphan]
-        if _wrapped([word.text for word in moved], orphan[0].speaker, rules) is not None:
+        if _wrapped([word.text for word in moved], orphan[0].speaker, rules, label_shown) is not None:
             groups[index - 1], groups[index] = before[:-1], moved
     return groups
 
@@ -172,10 +193,15 @@ def _are_words(units: Sequence[Cue]) -> bool:
     return all(len(unit.text.split()) <= 1 for unit in units)
 
 
-def _words(unit: Cue, rules: SubtitleRules) -> list[Cue]:
+def _label_width(speaker: str | None, label_shown: bool) -> int:
+    """Characters the speaker label takes on a cue's first line."""
+    return len(_labelled_line("", speaker)) if label_shown else 0
+
+
+def _words(unit: Cue, rules: SubtitleRules, label_shown: bool = True) -> list[Cue]:
     """A segment as words, its time shared out in proportion to their characters; a word wider
     than a line (a URL, or text written without spaces) is cut into line-wide pieces."""
-    width = max(rules.max_line_chars - len(_labelled_line("", unit.speaker)), 1)
+    width = max(rules.max_line_chars - _label_width(unit.speaker, label_shown), 1)
     tokens = [token[start : start + width] for token in unit.text.split() for start in range(0, len(token), width)]
     total = sum(len(token) + 1 for token in tokens)
     words, position = [], 0
@@ -186,7 +212,7 @@ def _words(unit: Cue, rules: SubtitleRules) -> list[Cue]:
     return words
 
 
-def _joins(current: Sequence[Cue], word: Cue, rules: SubtitleRules) -> bool:
+def _joins(current: Sequence[Cue], word: Cue, rules: SubtitleRules, label_shown: bool = True) -> bool:
     """Whether ``word`` may join the cue being built: same speaker, no long pause, still short
     enough on screen and on its lines, and, once the cue has been readable long enough, not
     after the end of a sentence (a sentence end is where a cue best ends)."""
@@ -197,19 +223,19 @@ def _joins(current: Sequence[Cue], word: Cue, rules: SubtitleRules) -> bool:
         return False
     if ends_sentence(last.text) and last.end - first.start >= rules.min_cue_s:
         return False
-    return _wrapped([*(cue.text for cue in current), word.text], first.speaker, rules) is not None
+    return _wrapped([*(cue.text for cue in current), word.text], first.speaker, rules, label_shown) is not None
 
 
-def _cue_of(words: Sequence[Cue], rules: SubtitleRules) -> Cue:
-    lines = _wrapped([word.text for word in words], words[0].speaker, rules) or [" ".join(word.text for word in words)]
+def _cue_of(words: Sequence[Cue], rules: SubtitleRules, label_shown: bool = True) -> Cue:
+    lines = _wrapped([word.text for word in words], words[0].speaker, rules, label_shown) or [" ".join(word.text for word in words)]
     end = min(words[-1].end, words[0].start + rules.max_cue_s)  # a word Whisper stretched over a pause
     return Cue(words[0].start, end, "\n".join(lines), words[0].speaker)
 
 
-def _wrapped(words: Sequence[str], speaker: str | None, rules: SubtitleRules) -> list[str] | None:
+def _wrapped(words: Sequence[str], speaker: str | None, rules: SubtitleRules, label_shown: bool = True) -> list[str] | None:
     """The words on at most ``max_lines`` lines of ``max_line_chars`` (the label counts on the
-    first line), lines as even as possible; None when they do not fit."""
-    label = len(_labelled_line("", speaker))
+    first line where it is shown), lines as even as possible; None when they do not fit."""
+    label = _label_width(speaker, label_shown)
     for count in range(1, rules.max_lines + 1):
         lines = _even_split(list(words), count, label, rules.max_line_chars)
         if lines is not None:

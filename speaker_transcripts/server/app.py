@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.console import show_package_log_unless_configured
 from speaker_transcripts.server.errors import ModelLoadError, RedactingFilter, SecretRedactor, add_error_handlers, logger
 from speaker_transcripts.server.inference import Handler, InferenceQueue
 from speaker_transcripts.server.metrics import MetricsMiddleware, ServiceMetrics
@@ -49,6 +50,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        show_package_log_unless_configured()  # the model-load lines, under plain uvicorn too
         started = time.perf_counter()
         try:
             handler = load_handler() if load_handler is not None else _load_self_hosted_handler()

@@ -83,8 +83,9 @@ def render_text(result: Mapping[str, Any], response_format: str) -> str:
     """The body for the plain-text formats: ``text``, ``srt`` and ``vtt``."""
     if response_format == "text":
         return result["text"] + "\n"
-    cues = subtitle_cues(result)
-    return to_srt(cues) if response_format == "srt" else to_vtt(cues)
+    if response_format == "srt":
+        return to_srt(subtitle_cues(result))
+    return to_vtt(subtitle_cues(result, label_shown=False))
 
 
 def verbose_json(

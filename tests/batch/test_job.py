@@ -58,6 +58,7 @@ def test_every_file_gets_its_row_and_bad_files_their_errors(corpus, settings, tm
     assert "MAX_AUDIO_SECONDS" in rows["week/too-long.wav"]["error"]
     assert (summary.done, summary.failed, summary.skipped) == (2, 2, 0)
     assert lines[0].startswith("4 files") and lines[-1].startswith("4 of 4 files transcribed")
+    assert lines[-1].endswith(f"{tmp_path / 'out' / 'results.jsonl'} and {tmp_path / 'out' / 'results.parquet'}")
     assert sum("FAILED" in line for line in lines) == 2
 
     jsonl = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]

@@ -244,14 +244,23 @@ def test_a_folder_is_transcribed_file_by_file(tiny_models, speech_wav, tmp_path,
 
 
 def test_a_result_that_cannot_be_written_is_printed_not_lost(tiny_models, audio_files, tmp_path, monkeypatch, capsys):
+    """In the format asked for (an SRT that cannot be written is printed as SRT), and said on stderr."""
     monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    write_result = cli.write_result
 
-    def full_disk(path, result, *args, **kwargs):
-        raise OSError(28, "No space left on device", str(tmp_path / "out" / "good.txt"))
+    def full_disk(path, result, output_format, destination, **kwargs):
+        if destination is not None:
+            raise OSError(28, "No space left on device", str(destination))
+        return write_result(path, result, output_format, destination, **kwargs)
 
     monkeypatch.setattr(cli, "write_result", full_disk)
-    assert cli.main([str(audio_files["good"]), "--language", "en", "--format", "txt", "--out", str(tmp_path / "out")]) == 1
+    assert cli.main([str(audio_files["good"]), "--language", "en", "--format", "srt", "--out", str(tmp_path / "out")]) == 1
     captured = capsys.readouterr()
-    assert "No space left on device); the result follows on stdout" in captured.err
-    printed = json.loads(captured.out)
-    assert printed["file"] == str(audio_files["good"]) and "chunks" in printed, "the finished transcript reached the user"
+    assert "No space left on device); the srt follows on stdout" in captured.err
+    assert captured.out.startswith(f"==> {audio_files['good']} <==\n") and '"chunks"' not in captured.out, captured.out[:80]
+
+
+def test_written_files_are_named_on_stderr(tiny_models, audio_files, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
+    assert cli.main([str(audio_files["good"]), "--language", "en", "--format", "vtt", "--out", str(tmp_path / "out")]) == 0
+    assert f"wrote {tmp_path / 'out' / 'good.vtt'}" in capsys.readouterr().err

@@ -269,3 +269,30 @@ def test_a_sentence_is_not_left_with_one_word_on_a_cue_of_its_own():
     assert [cue.text.split()[-1] for cue in cues] == ["on", "screen."] and len(cues[1].text.split()) == 2, cues
     assert " ".join(" ".join(cue.text.split()) for cue in cues) == words, "every word once, in order"
     assert rule_breaks(cues) == []
+
+
+def test_word_timed_cues_keep_whispers_spelling_and_spacing():
+    """Whisper's words "5" and "%" (no space before it) are "5%" on screen, as in the text."""
+    from speaker_transcripts.output.formats import subtitle_cues
+
+    words = [(" Growth", 0.0, 0.4), (" was", 0.4, 0.6), (" 5", 0.6, 0.8), ("%", 0.8, 0.9), (" this", 0.9, 1.1), (" year's", 1.1, 1.5), (".", 1.5, 1.5)]
+    result = {"text": "Growth was 5% this year's.", "chunks": [{"text": text, "timestamp": [start, end], "speaker": "A"} for text, start, end in words],
+              "speakers": [{"speaker": "A", "text": "Growth was 5% this year's.", "timestamp": [0.0, 1.5]}]}
+    (cue,) = subtitle_cues(result)
+    assert cue.text.replace("\n", " ") == "Growth was 5% this year's."
+
+
+def test_a_webvtt_voice_span_takes_no_room_on_the_line():
+    """SRT shows "SPEAKER_00: " on the first line, so it counts; WebVTT's <v SPEAKER_00> is not shown
+    as text, so a line of exactly 42 characters stays one line there."""
+    from speaker_transcripts.output.formats import render
+
+    text = "abcdefghi " * 4 + "ab"  # 42 characters
+    words = text.split()
+    step = 0.3
+    chunks = [{"text": f" {word}", "timestamp": [index * step, (index + 1) * step], "speaker": "SPEAKER_00"} for index, word in enumerate(words)]
+    result = {"text": text, "chunks": chunks, "speakers": [{"speaker": "SPEAKER_00", "text": text, "timestamp": [0.0, len(words) * step]}]}
+    vtt = render(result, "vtt")
+    assert f"<v SPEAKER_00>{text}</v>" in vtt, vtt
+    srt = render(result, "srt")
+    assert "SPEAKER_00: " in srt and text not in srt.replace("SPEAKER_00: ", ""), srt

@@ -539,6 +539,7 @@ def test_uvicorn_command_serves_env_configured_models(tiny_models, speech_wav):
     assert response.status_code == 200 and response.json()["language"] == "en"
     assert process.returncode == 0, output
     assert "Traceback" not in output
+    assert f"{tiny_models['whisper_en']}: speech recognition on cpu" in output  # the model-load line, as serve shows it
 
 
 def test_uvicorn_command_with_an_unloadable_model_exits_with_one_line():

@@ -107,9 +107,12 @@ def test_the_openai_client_lists_and_retrieves_the_loaded_model():
         client = OpenAI(base_url=f"{base_url}/v1", api_key=key, max_retries=0)
         listed = client.models.list()
         retrieved = client.models.retrieve("openai/whisper-large-v3")
+        alias = client.models.retrieve("whisper-1")  # the name the README's examples send
         with pytest.raises(NotFoundError):
-            client.models.retrieve("whisper-1")
+            client.models.retrieve("whisper-2")
         anonymous = httpx.get(base_url + "/v1/models", timeout=10)
-    assert [model.id for model in listed.data] == ["openai/whisper-large-v3"]
+    assert [model.id for model in listed.data] == ["openai/whisper-large-v3", "whisper-1", "gpt-4o-transcribe",
+                                                   "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize"]
     assert (retrieved.object, retrieved.owned_by) == ("model", "openai") and retrieved.created <= time.time()
+    assert alias.owned_by == "speaker-transcripts (decoded by openai/whisper-large-v3)"
     assert anonymous.status_code == 401, "OpenAI's API needs the key for models too"

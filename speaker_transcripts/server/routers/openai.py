@@ -170,11 +170,19 @@ class ModelList(BaseModel):
     data: list[Model]
 
 
+# OpenAI's transcription models, which clients name (the README's examples send whisper-1): each is
+# listed, and answered, as an alias of the ASR model that decodes every request.
+OPENAI_MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize")
+
+
 def loaded_models(request: Request) -> list[Model]:
-    """The ASR model that decodes every request (whatever ``model`` a client sends)."""
+    """The ASR model that decodes every request (whatever ``model`` a client sends), then OpenAI's
+    model names as its aliases."""
     name = request.app.state.handler.configured.asr_model
     owner = name.split("/", 1)[0] if "/" in name else "speaker-transcripts"
-    return [Model(id=name, created=int(request.app.state.loaded_at), owned_by=owner)]
+    created = int(request.app.state.loaded_at)
+    aliases = [Model(id=alias, created=created, owned_by=f"speaker-transcripts (decoded by {name})") for alias in OPENAI_MODEL_NAMES]
+    return [Model(id=name, created=created, owned_by=owner), *aliases]
 
 
 @router.get("/v1/models", response_model=ModelList)
@@ -185,7 +193,7 @@ async def list_models(request: Request) -> ModelList:
 
 @router.get("/v1/models/{model_id:path}", response_model=Model)
 async def retrieve_model(request: Request, model_id: str) -> Model:
-    """One model by id; 404 for any other id."""
+    """One model by id (the loaded one or an OpenAI name for it); 404 for any other id."""
     for model in loaded_models(request):
         if model.id == model_id:
             return model
