@@ -177,6 +177,14 @@ MAX_SPEAKER_NAME_CHARS = 64
 RESERVED_SPEAKER_NAMES = re.compile(r"SPEAKER_\d+|UNKNOWN", re.IGNORECASE)
 
 
+def _skeleton(name: str) -> str:
+    """A name without accents and combining marks, upper-cased, with the letter O as the digit 0: what
+    a reader takes "SPEAKER_O1" or "SPEAKER_00" with a mark above to be."""
+    bare = "".join(character for character in unicodedata.normalize("NFKD", name) if not unicodedata.combining(character))
+    head, _, tail = bare.upper().rpartition("_")
+    return f"{head}_{tail.replace('O', '0')}" if head else bare
+
+
 class KnownSpeaker(BaseModel):
     """A voice to recognise: the name to give it and a short clip of it (base64 or a ``data:`` URL)."""
 
@@ -188,15 +196,17 @@ class KnownSpeaker(BaseModel):
     @field_validator("name")
     @classmethod
     def _usable_name(cls, value: str) -> str:
-        name = value.strip()
+        # NFC, and any run of whitespace (a no-break space, a line separator) one space: names that look
+        # alike are one name ("Reader A" and "Reader\u00a0A"), and no line break reaches a subtitle.
+        name = " ".join(unicodedata.normalize("NFC", value).split())
         if not name:
             raise ValueError("a known speaker's name is empty")
         if len(name) > MAX_SPEAKER_NAME_CHARS:
             raise ValueError(f"a known speaker's name has {len(name)} characters; at most {MAX_SPEAKER_NAME_CHARS}")
         if any(unicodedata.category(character).startswith("C") for character in name):
             raise ValueError("a known speaker's name may not hold control or unassigned characters (line breaks, tabs, ...)")
-        if RESERVED_SPEAKER_NAMES.fullmatch(name):
-            raise ValueError(f"{name!r} is how anonymous speakers are labelled; choose another name")
+        if RESERVED_SPEAKER_NAMES.fullmatch(name) or RESERVED_SPEAKER_NAMES.fullmatch(_skeleton(name)):
+            raise ValueError(f"{name!r} is, or looks like, how anonymous speakers are labelled; choose another name")
         return name
 
 
@@ -260,11 +270,13 @@ class InferenceConfig(BaseModel):
     @field_validator("known_speakers")
     @classmethod
     def _names_are_unique(cls, speakers: tuple[KnownSpeaker, ...]) -> tuple[KnownSpeaker, ...]:
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for speaker in speakers:
-            if speaker.name.casefold() in seen:
-                raise ValueError(f"the name {speaker.name!r} is given to two known speakers; each needs its own")
-            seen.add(speaker.name.casefold())
+            # compared as RTTM writes them too (spaces as "_"): "Reader A" and "reader_a" would be one speaker there
+            key = speaker.name.casefold().replace(" ", "_")
+            if key in seen:
+                raise ValueError(f"the names {seen[key]!r} and {speaker.name!r} cannot be told apart; each known speaker needs its own")
+            seen[key] = speaker.name
         return speakers
 
     @model_validator(mode="after")
@@ -306,6 +318,9 @@ class ResolvedRequest:
 
 
 MAX_UNKNOWN_NAMED = 10  # unknown parameters named one by one in the warnings; the rest are counted
+MAX_PROBLEMS_NAMED = 5  # validation problems named in a 400; the rest are counted
+# Parameters that hold several items, with their bounds: longer ones are refused before an item is validated.
+COLLECTION_BOUNDS = {"known_speakers": MAX_KNOWN_SPEAKERS}
 
 
 def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
@@ -317,6 +332,10 @@ def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
             f"'parameters' must be a JSON object, got {type(parameters).__name__}"
         )
     known = InferenceConfig.model_fields
+    for name, bound in COLLECTION_BOUNDS.items():  # refused whole, before any item is checked (a 4.9-MB body made a 157-MB 400)
+        value = parameters.get(name)
+        if isinstance(value, (list, tuple, dict)) and len(value) > bound:
+            raise InvalidRequestError(f"parameter {name!r} holds {len(value)} items; at most {bound}")
     unknown = [name for name in parameters if name not in known]
     warnings = [f"unknown parameter {shown(name)} was ignored" for name in unknown[:MAX_UNKNOWN_NAMED]]
     if len(unknown) > MAX_UNKNOWN_NAMED:  # 300,000 unknown keys made a 17-MB answer of warnings
@@ -329,15 +348,19 @@ def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
 
 
 def _describe(error: ValidationError) -> str:
-    """One line per problem, naming the parameter and the value that was sent."""
+    """One line per problem, naming the parameter and the value that was sent; at most
+    ``MAX_PROBLEMS_NAMED`` of them (the rest counted), so no answer outgrows the request."""
     problems = []
-    for item in error.errors(include_url=False):
+    items = error.errors(include_url=False)
+    for item in items[:MAX_PROBLEMS_NAMED]:
         location = ".".join(str(part) for part in item["loc"])
         message = item["msg"].removeprefix("Value error, ")
         if location:
             problems.append(f"parameter {shown(location)}: {message} (got {shown(item['input'])})")
         else:
             problems.append(message)
+    if len(items) > MAX_PROBLEMS_NAMED:
+        problems.append(f"and {len(items) - MAX_PROBLEMS_NAMED} more problems")
     return "invalid parameters: " + "; ".join(problems)
 
 

@@ -329,10 +329,10 @@ def test_known_speakers_are_parsed_and_names_trimmed():
     [
         (known(""), "name is empty"),
         (known("x" * 65), "has 65 characters; at most 64"),
-        (known("Alice", "alice"), "given to two known speakers"),
-        (known("Ali\nce"), "control or unassigned characters"),
+        (known("Alice", "alice"), "cannot be told apart"),
+        (known("Ali\u200bce"), "control or unassigned characters"),  # a zero-width space (a line break is one space)
         (known("SPEAKER_01"), "how anonymous speakers are labelled"),
-        (known(*[f"P{index}" for index in range(9)]), "at most 8 items"),
+        (known(*[f"P{index}" for index in range(9)]), "holds 9 items; at most 8"),
         ({"known_speakers": [{"name": "Alice"}]}, "known_speakers.0.audio"),
         ({"known_speakers": [{"name": "Alice", "audio": ""}]}, "at least 1 character"),
         ({"known_speakers": [{"name": "Alice", "audio": CLIP, "voice": 1}]}, "Extra inputs are not permitted"),
@@ -370,3 +370,31 @@ def test_subtitles_ask_for_word_times_only_where_they_come_free(parameters, word
     assert timed_by_words({}, ENGLISH_ONLY) == {}, "no diarization model: nothing changes"
     assert timed_by_words({"diarize": True}, ENGLISH_ONLY) == {"diarize": True}, "left for the handler to refuse"
     assert parameters == before, "the caller's dict is left alone"
+
+
+@pytest.mark.parametrize(
+    ("names", "problem"),
+    [
+        (["Reader A", "Reader\u00a0A"], "cannot be told apart"),  # a no-break space is a space
+        (["Reader A", "reader_a"], "cannot be told apart"),  # RTTM would write both Reader_A
+        (["SPEAKER_O1"], "looks like, how anonymous speakers"),  # the letter O
+        (["SPEAKER_00\u0301"], "looks like, how anonymous speakers"),  # a combining mark
+    ],
+)
+def test_known_speaker_names_that_cannot_be_told_apart_are_refused(names, problem):
+    with pytest.raises(InvalidRequestError, match=problem):
+        parse_parameters({"known_speakers": [{"name": name, "audio": "AAAA"} for name in names]})
+
+
+def test_known_speaker_names_are_normalised_and_a_long_list_is_refused_before_its_items():
+    config, _ = parse_parameters({"known_speakers": [{"name": " Ann\u2028 Lee\u00a0 ", "audio": "AAAA"}]})
+    assert config.known_speakers[0].name == "Ann Lee"  # one space, no line separator for a subtitle to break on
+    with pytest.raises(InvalidRequestError) as refused:
+        parse_parameters({"known_speakers": [{"name": "x" * 100, "audio": ""}] * 20_000})
+    assert str(refused.value) == "parameter 'known_speakers' holds 20000 items; at most 8"
+
+
+def test_a_400_names_a_few_problems_and_counts_the_rest():
+    with pytest.raises(InvalidRequestError) as refused:
+        parse_parameters({name: "?" for name in ("task", "batch_size", "long_form", "chunk_length_s", "num_beams", "return_timestamps", "diarize")})
+    assert str(refused.value).count("parameter '") == 5 and str(refused.value).endswith("and 2 more problems")

@@ -30,6 +30,7 @@ from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, group_
 OutputFormat = Literal["json", "txt", "srt", "vtt", "rttm"]
 OUTPUT_FORMATS: tuple[str, ...] = ("json", "txt", "srt", "vtt", "rttm")
 SUBTITLE_FORMATS: tuple[str, ...] = ("srt", "vtt")
+MAX_CUE_LABEL_CHARS = 20  # a speaker label takes at most this much of a cue's first line (42 characters)
 MAX_SECONDS = 1e7  # about 115 days: any real timestamp fits, and milliseconds stay exact integers
 
 
@@ -286,7 +287,7 @@ def to_txt(cues: Sequence[Cue]) -> str:
 
 def to_srt(cues: Sequence[Cue]) -> str:
     """SubRip: numbered cues, ``HH:MM:SS,mmm`` times, a blank line after each cue."""
-    blocks = [f"{number}\n{_timing(cue, ',')}\n{_labelled(cue)}\n" for number, cue in enumerate(cues, start=1)]
+    blocks = [f"{number}\n{_timing(cue, ',')}\n{_labelled(cue, in_cue=True)}\n" for number, cue in enumerate(cues, start=1)]
     return "\n".join(blocks)
 
 
@@ -353,13 +354,21 @@ def _seconds(value: Any, default: float = 0.0) -> float:
     return min(max(number, 0.0), MAX_SECONDS)
 
 
-def _labelled(cue: Cue) -> str:
+def _labelled(cue: Cue, in_cue: bool = False) -> str:
     lines = _lines(cue.text) or [""]
-    return "\n".join([_labelled_line(lines[0], cue.speaker), *lines[1:]])
+    return "\n".join([_labelled_line(lines[0], cue.speaker, in_cue), *lines[1:]])
 
 
-def _labelled_line(line: str, speaker: str | None) -> str:
-    return f"{_srt_safe(_one_line(speaker))}: {line}" if speaker else line
+def _labelled_line(line: str, speaker: str | None, in_cue: bool = True) -> str:
+    """``SPEAKER: line``; in a subtitle cue a name longer than ``MAX_CUE_LABEL_CHARS`` is shortened
+    (with "…"), so the words keep a line's width whatever the name (a 36-character name left four
+    characters a line: "forw ard")."""
+    if not speaker:
+        return line
+    label = _one_line(speaker)
+    if in_cue and len(label) > MAX_CUE_LABEL_CHARS:
+        label = label[: MAX_CUE_LABEL_CHARS - 1].rstrip() + "…"
+    return f"{_srt_safe(label)}: {line}"
 
 
 def _srt_safe(label: str) -> str:

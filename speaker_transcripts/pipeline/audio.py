@@ -261,10 +261,13 @@ def _mono(frame: av.AudioFrame) -> av.AudioFrame:
     data = frame.to_ndarray()
     data = data if frame.format.is_planar else data.reshape(-1, channels).T
     scale = _FULL_SCALE.get(data.dtype)
-    samples = data.astype(np.float64)
+    mono = np.zeros(data.shape[1], dtype=np.float32)  # summed channel by channel in float32: a float64 copy of
+    for channel in data:  # every byte of 64-channel 8-bit PCM took 8x the upload
+        mono += channel.astype(np.float32)
+    mono /= channels
     if data.dtype == np.uint8:
-        samples -= 128.0
-    mono = (samples.mean(axis=0) / (scale or 1.0)).astype(np.float32)
+        mono -= 128.0
+    mono /= scale or 1.0
     downmixed = av.AudioFrame.from_ndarray(mono.reshape(1, -1), format="flt", layout="mono")
     downmixed.sample_rate = frame.sample_rate
     return downmixed

@@ -296,3 +296,18 @@ def test_a_webvtt_voice_span_takes_no_room_on_the_line():
     assert f"<v SPEAKER_00>{text}</v>" in vtt, vtt
     srt = render(result, "srt")
     assert "SPEAKER_00: " in srt and text not in srt.replace("SPEAKER_00: ", ""), srt
+
+
+def test_a_long_name_is_shortened_in_cues_and_the_words_stay_whole():
+    from speaker_transcripts.output.formats import render, rule_breaks, subtitle_cues
+
+    name = "Dr. Maximiliana Theodora Featherstonehaugh-Smythe"  # 49 characters, within the 64 allowed
+    text = "Go forward ten meters and then turn left at the second crossing."
+    words = text.split()
+    chunks = [{"text": f" {word}", "timestamp": [index * 0.4, (index + 1) * 0.4], "speaker": name} for index, word in enumerate(words)]
+    result = {"text": text, "chunks": chunks, "speakers": [{"speaker": name, "text": text, "timestamp": [0.0, len(words) * 0.4]}]}
+    srt = render(result, "srt")
+    shown = [line.split(": ", 1)[-1] for line in srt.splitlines() if line and not line[0].isdigit()]
+    assert " ".join(shown).split() == words, srt  # every word whole, none cut into pieces
+    assert "Dr. Maximiliana The…: " in srt and rule_breaks(subtitle_cues(result)) == []
+    assert render(result, "txt").startswith(f"{name}: Go forward")  # prose keeps the whole name

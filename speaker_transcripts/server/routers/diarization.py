@@ -18,9 +18,9 @@ from speaker_transcripts.output.formats import to_rttm
 from speaker_transcripts.server.inference import infer
 from speaker_transcripts.server.middleware import BEARER
 from speaker_transcripts.server.routers.endpoints import KnownSpeakerReport, SpeakerTurn
-from speaker_transcripts.server.routers.openai import KnownSpeakerFields
+from speaker_transcripts.server.routers.openai import ClipFieldsRoute, KnownSpeakerFields, check_model_name
 
-router = APIRouter(dependencies=[Depends(BEARER)])  # documents the scheme; HeaderGate checks the key
+router = APIRouter(dependencies=[Depends(BEARER)], route_class=ClipFieldsRoute)  # documents the scheme; HeaderGate checks the key
 
 
 class DiarizationOptions(KnownSpeakerFields):
@@ -54,6 +54,7 @@ async def diarization(
     options: Annotated[DiarizationOptions, Form()],
 ) -> Response:
     """The speaker timeline of one recording, as JSON segments or RTTM lines."""
+    check_model_name(options.model)
     parameters: dict[str, Any] = {
         "task": "diarize",
         "num_speakers": options.num_speakers,

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
 from speaker_transcripts.config import timed_by_words
-from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.errors import InvalidRequestError, shown
 from speaker_transcripts.output.formats import SUBTITLE_FORMATS
 from speaker_transcripts.server.errors import ServiceError, status_of
 from speaker_transcripts.server.inference import infer
@@ -38,7 +40,27 @@ from speaker_transcripts.server.openai_format import (
     verbose_json,
 )
 
-router = APIRouter(dependencies=[Depends(BEARER)])  # documents the scheme; HeaderGate checks the key
+# A form field may hold a known speaker's clip as a data URL: up to 30 s (MAX_REFERENCE_S) of 48-kHz stereo
+# 16-bit WAV is 7.7 MB in base64, and Starlette's default of 1 MB a part refused a 29.9-s 16-kHz clip.
+MAX_FORM_PART_BYTES = 8 * 1024 * 1024
+
+
+class ClipFieldsRoute(APIRoute):
+    """A route whose form is parsed with parts of up to ``MAX_FORM_PART_BYTES`` (the whole body stays
+    within ``MAX_UPLOAD_MB``); FastAPI then reads the form Starlette has kept."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def with_clip_fields(request: Request) -> Response:
+            if request.headers.get("content-type", "").startswith("multipart/form-data"):
+                await request.form(max_part_size=MAX_FORM_PART_BYTES)
+            return await handler(request)
+
+        return with_clip_fields
+
+
+router = APIRouter(dependencies=[Depends(BEARER)], route_class=ClipFieldsRoute)  # documents the scheme; HeaderGate checks the key
 AudioUpload = Annotated[UploadFile, File(description="the audio file (any common container)")]
 
 
@@ -62,6 +84,20 @@ class KnownSpeakerFields(BaseModel):
                 "send one reference clip per name, in the same order"
             )
         return [{"name": name, "audio": audio} for name, audio in zip(names, references, strict=True)] or None
+
+
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+
+
+def check_model_name(model: str) -> None:
+    """``model`` is accepted and echoed in ``X-Model``: a name of letters, digits and ``._:/@+-``, at most
+    128 characters, or a 400 before the audio is read (CR, LF or a non-Latin-1 character went into a
+    header after the whole inference: a 500, or a dropped connection)."""
+    if not MODEL_NAME.fullmatch(model):
+        raise InvalidRequestError(
+            f"model {shown(model)} is not a model name (letters, digits and ._:/@+- only, at most 128); "
+            "any name is accepted, the server's ASR_MODEL decodes"
+        )
 
 
 class OpenAIOptions(KnownSpeakerFields):
@@ -114,6 +150,7 @@ async def openai_transcription(
     task: Literal["transcribe", "translate"],
     language: str | None,
 ) -> Response:
+    check_model_name(options.model)
     if options.temperature > 0:
         raise InvalidRequestError("temperature sampling is not supported: this server decodes deterministically (send 0)")
     parameters = {
