@@ -174,7 +174,7 @@ def _transcribe(
 ) -> set[str]:
     import ray
 
-    started_ray = _start_ray(options)
+    started_ray = start_ray(options)
     try:
         dataset = _dataset(todo, settings, parameters, options)
         by_location = {file.location: file for file in todo}
@@ -200,7 +200,7 @@ def _transcribe(
             ray.shutdown()
 
 
-def _start_ray(options: BatchOptions) -> bool:
+def start_ray(options: BatchOptions) -> bool:
     """Join the cluster at ``address``, or start a local instance; True when this call started it."""
     import ray
 

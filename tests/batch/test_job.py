@@ -4,7 +4,6 @@ right rows, an error row for each bad file, both formats read back, resume, noth
 from __future__ import annotations
 
 import json
-import logging
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,9 @@ ray = pytest.importorskip("ray", reason="the batch extra (Ray Data) is not insta
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    """One local Ray for the module, started as the job starts it (workers at the driver's priority:
+    at Ray's nice 15 the module took minutes beside a busy process)."""
+    assert job.start_ray(BatchOptions())
     yield
     ray.shutdown()
 
@@ -91,3 +92,14 @@ def test_no_file_is_silently_dropped(corpus, settings, tmp_path, monkeypatch):
     summary = run_batch([str(corpus)], tmp_path / "out", settings, {"language": "en"}, OPTIONS, report=lambda _: None)
     (good,) = [row for row in summary.rows if row["path"].endswith("good.wav")]
     assert good["error"] == NEVER_REACHED and len(summary.rows) == 4
+
+
+def test_the_workers_run_at_the_drivers_priority():
+    """Ray's default nice 15 starved the transcription beside any other busy process."""
+    import os
+
+    @ray.remote
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get(niceness.remote()) == os.nice(0)
