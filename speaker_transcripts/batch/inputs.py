@@ -7,7 +7,6 @@ changed since it was done is done again. Pure file listing: no torch, no Ray.
 
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +19,9 @@ MANIFEST_EXTENSIONS = frozenset({".txt", ".lst", ".list"})
 
 @dataclass(frozen=True)
 class InputFile:
-    """One recording: ``path`` as the user named it (absolute, or a URI), ``location`` as the
-    filesystem reads it (what Ray Data reports back as the row's path)."""
+    """One recording: ``path`` absolute, or a URI, as the job reads it."""
 
     path: str
-    location: str
     size: int
     mtime_ns: int
 
@@ -42,38 +39,56 @@ def expand_inputs(inputs: list[str]) -> list[InputFile]:
     """Every audio file the inputs name, once each, in a stable order (as given, folders sorted)."""
     found: dict[str, InputFile] = {}
     for item in inputs:
-        for file in _expand(item):
+        for file in _expand(item, manifests=()):
             found.setdefault(file.path, file)
     return list(found.values())
 
 
-def _expand(item: str) -> list[InputFile]:
+def _expand(item: str, manifests: tuple[Path, ...]) -> list[InputFile]:
+    """``manifests``: the manifests being read that led here (one naming itself, or two each other, is refused)."""
     if "://" in item:
         return _from_filesystem(item)
     path = Path(item).expanduser()
     if any(character in item for character in "*?[") and not path.exists():
-        matches = sorted(glob.glob(str(path), recursive=True))
+        matches = _glob(path)
         if not matches:
             raise InputError(f"{item}: the pattern matches no file")
-        return [file for match in matches for file in _expand_local(Path(match), pattern=True)]
+        return [file for match in matches for file in _expand_local(match, pattern=True)]
     if not path.exists():
         raise InputError(f"{item}: no such file or folder")
     if path.is_file() and path.suffix.lower() in MANIFEST_EXTENSIONS:
-        return _from_manifest(path)
+        return _from_manifest(path, manifests)
     return _expand_local(path, pattern=False)
+
+
+def _glob(pattern: Path) -> list[Path]:
+    """What a pattern matches, in order, with ``**`` for any depth. pathlib's matching (3.11) does not
+    follow symbolic links to folders; ``glob.glob`` did, and a folder linking to its parent never
+    returned (memory grew about 12 MB a second)."""
+    parts = pattern.parts
+    fixed = next((index for index, part in enumerate(parts) if any(character in part for character in "*?[")), len(parts))
+    anchor = Path(*parts[:fixed]) if fixed else Path(".")
+    rest = str(Path(*parts[fixed:]))
+    return sorted(anchor.glob(rest)) if anchor.is_dir() else []
 
 
 def _expand_local(path: Path, pattern: bool) -> list[InputFile]:
     if path.is_dir():
-        files = sorted(candidate for candidate in path.rglob("*") if candidate.is_file() and _is_audio(candidate.name))
+        root = path.resolve()
+        files = sorted(
+            candidate for candidate in path.rglob("*")
+            if _is_audio(candidate.name) and candidate.is_file() and root in candidate.resolve().parents  # links out of the folder are not followed
+        )
         return [_local(candidate) for candidate in files]
     if pattern and not _is_audio(path.name):
         return []  # a pattern such as calls/* names the audio in it, not its notes
     return [_local(path)]
 
 
-def _from_manifest(manifest: Path) -> list[InputFile]:
+def _from_manifest(manifest: Path, reading: tuple[Path, ...]) -> list[InputFile]:
     """One path or URI a line; blank lines and ``#`` comments skipped; relative paths are relative to the manifest."""
+    if manifest.resolve() in reading:
+        raise InputError(f"{manifest} names itself, or a manifest that names it: a loop")
     files = []
     for number, line in enumerate(manifest.read_text().splitlines(), 1):
         entry = line.split("#", 1)[0].strip()
@@ -81,7 +96,7 @@ def _from_manifest(manifest: Path) -> list[InputFile]:
             continue
         target = entry if "://" in entry or Path(entry).is_absolute() else str(manifest.parent / entry)
         try:
-            files += _expand(target)
+            files += _expand(target, (*reading, manifest.resolve()))
         except InputError as error:
             raise InputError(f"{manifest}, line {number}: {error}") from None
     return files
@@ -90,7 +105,7 @@ def _from_manifest(manifest: Path) -> list[InputFile]:
 def _local(path: Path) -> InputFile:
     absolute = path.resolve()
     stat = absolute.stat()
-    return InputFile(path=str(absolute), location=str(absolute), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    return InputFile(path=str(absolute), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
 
 
 def _from_filesystem(uri: str) -> list[InputFile]:
@@ -108,8 +123,7 @@ def _from_filesystem(uri: str) -> list[InputFile]:
         raise InputError(f"{uri}: no such file or folder")
     scheme = uri.split("://", 1)[0]
     return [
-        InputFile(path=f"{scheme}://{each.path}", location=each.path, size=each.size or 0,
-                  mtime_ns=each.mtime_ns or 0)
+        InputFile(path=f"{scheme}://{each.path}", size=each.size or 0, mtime_ns=each.mtime_ns or 0)
         for each in sorted(infos, key=lambda each: each.path)
     ]
 

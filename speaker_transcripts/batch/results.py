@@ -18,6 +18,7 @@ written the same way when asked for. Rows (the schema of both formats):
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterable
@@ -43,17 +44,36 @@ SCHEMA = pa.schema([
 
 
 def row_key(row: dict[str, Any]) -> str:
-    return InputFile(row["path"], row["path"], row["size_bytes"], row["mtime_ns"]).key
+    return InputFile(row["path"], row["size_bytes"], row["mtime_ns"]).key
+
+
+LOCK = ".results.lock"
+
+
+class OutputInUse(RuntimeError):
+    """Another job is writing to the output folder."""
 
 
 class ResultsLog:
-    """The rows of one output folder, read back on resume and appended to as files finish."""
+    """The rows of one output folder, read back on resume and appended to as files finish. The
+    folder is locked while the log is open (``close``): two jobs on one folder each reported success
+    and the last one's rewrite dropped the other's rows, so the second is refused (``OutputInUse``)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
+        self._lock = (folder / LOCK).open("a")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the kernel if the job dies
+        except BlockingIOError:
+            self._lock.close()
+            raise OutputInUse(f"another batch job is writing to {folder}; wait for it to end, or choose another --out") from None
         self.journal = folder / JOURNAL
         self.rows = self._read_intact()  # key -> latest row
+
+    def close(self) -> None:
+        """Let another job use the folder."""
+        self._lock.close()
 
     def finished(self) -> set[str]:
         """Keys of the files whose latest row has no error: a rerun skips them and retries the rest."""

@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from speaker_transcripts.batch.inputs import InputError, expand_inputs
         from speaker_transcripts.batch.job import BatchOptions, run_files
+        from speaker_transcripts.batch.results import OutputInUse
     except ModuleNotFoundError as missing:
         print(f"speaker-transcripts batch needs Ray Data ({missing.name} is not installed): pip install 'speaker-transcripts[batch]'",
               file=sys.stderr)
@@ -59,5 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         address=arguments.address, workers=arguments.workers, cpus_per_worker=arguments.cpus_per_worker,
         gpus_per_worker=arguments.gpus_per_worker, output_format=arguments.format,
     )
-    summary = run_files(files, arguments.out, model_settings(arguments), parameters, options)
+    try:
+        summary = run_files(files, arguments.out, model_settings(arguments), parameters, options)
+    except OutputInUse as busy:
+        print(f"speaker-transcripts batch: {busy}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_FILE_FAILED if summary.failed else 0

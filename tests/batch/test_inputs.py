@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from speaker_transcripts.batch.inputs import InputError, expand_inputs
@@ -33,7 +35,7 @@ def test_patterns_manifests_and_repeats(corpus):
 def test_a_uri_is_listed_through_pyarrow(corpus):
     files = expand_inputs([f"file://{corpus / 'calls'}"])
     assert len(files) == 3 and all(file.path.startswith("file:///") for file in files)
-    assert files[0].location == str(corpus / "calls/2026/b.MP3")
+    assert files[0].path == f"file://{corpus / 'calls/2026/b.MP3'}"
 
 
 def test_a_changed_file_has_a_new_key(corpus):
@@ -54,3 +56,28 @@ def test_a_bad_manifest_line_is_named(corpus):
     manifest.write_text("calls/a.wav\ncalls/gone.wav\n")
     with pytest.raises(InputError, match=r"list.txt, line 2: .*gone.wav: no such file"):
         expand_inputs([str(manifest)])
+
+
+def test_a_pattern_over_a_folder_linking_to_its_parent_returns(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.wav").write_bytes(b"RIFF")
+    (tmp_path / "a" / "up").symlink_to(tmp_path)  # a loop glob.glob followed until the path was too long (or forever)
+    assert [file.path for file in expand_inputs([str(tmp_path / "**" / "*.wav")])] == [str(tmp_path / "a" / "x.wav")]
+
+
+def test_a_folder_does_not_follow_links_out_of_it(tmp_path):
+    outside = tmp_path / "secret.wav"
+    outside.write_bytes(b"RIFF")
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "mine.wav").write_bytes(b"RIFF")
+    (tmp_path / "corpus" / "theirs.wav").symlink_to(outside)
+    assert [Path(file.path).name for file in expand_inputs([str(tmp_path / "corpus")])] == ["mine.wav"]
+
+
+def test_a_manifest_that_names_itself_or_a_loop_of_two_is_an_input_error(tmp_path):
+    (tmp_path / "self.txt").write_text("self.txt\n")
+    (tmp_path / "one.txt").write_text("two.txt\n")
+    (tmp_path / "two.txt").write_text("one.txt\n")
+    for manifest in ("self.txt", "one.txt"):
+        with pytest.raises(InputError, match="a loop"):
+            expand_inputs([str(tmp_path / manifest)])

@@ -4,6 +4,7 @@ right rows, an error row for each bad file, both formats read back, resume, noth
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -103,3 +104,18 @@ def test_the_workers_run_at_the_drivers_priority():
         return os.nice(0)
 
     assert ray.get(niceness.remote()) == os.nice(0)
+
+
+def test_a_fifo_or_a_folder_given_as_a_file_gets_an_error_row_and_the_job_goes_on(corpus, settings, tmp_path):
+    """Reading a FIFO would block a worker forever; Ray Data's reader ended the whole job on such inputs."""
+    import os
+
+    fifo = tmp_path / "pipe.wav"
+    os.mkfifo(fifo)
+    odd = tmp_path / "line\nbreak\tname.wav"
+    odd.write_bytes((corpus / "good.wav").read_bytes())
+    summary = run_batch([str(fifo), str(odd), str(corpus / "good.wav")], tmp_path / "out", settings, {"language": "en"},
+                        BatchOptions(workers=1, cpus_per_worker=1))
+    rows = {Path(row["path"]).name: row for row in summary.rows}
+    assert "not a regular file" in rows["pipe.wav"]["error"]
+    assert rows["line\nbreak\tname.wav"]["error"] is None and rows["good.wav"]["error"] is None

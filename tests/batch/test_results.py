@@ -7,13 +7,14 @@ import json
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from speaker_transcripts.batch.inputs import InputFile
 from speaker_transcripts.batch.results import JOURNAL, SCHEMA, ResultsLog
 
 
 def file(name: str, size: int = 10) -> InputFile:
-    return InputFile(f"/corpus/{name}", f"/corpus/{name}", size, 1)
+    return InputFile(f"/corpus/{name}", size, 1)
 
 
 def row(source: InputFile, error: str | None = None, text: str = "hello") -> dict:
@@ -29,6 +30,7 @@ def test_a_line_cut_short_by_a_kill_is_dropped_and_the_rest_kept(tmp_path):
     log.append(row(file("a.wav")))
     with (tmp_path / JOURNAL).open("a") as journal:
         journal.write('{"path": "/corpus/b.wav", "size_by')  # the kill came mid-line
+    log.close()  # the killed job's lock goes with its process
     resumed = ResultsLog(tmp_path)
     assert resumed.finished() == {file("a.wav").key}
     assert (tmp_path / JOURNAL).read_text().count("\n") == 1 and (tmp_path / JOURNAL).read_text().endswith("}\n")
@@ -53,4 +55,15 @@ def test_failed_rows_are_retried_and_the_latest_row_is_kept_in_input_order(tmp_p
 def test_a_changed_file_is_not_finished(tmp_path):
     log = ResultsLog(tmp_path)
     log.append(row(file("a.wav", size=10)))
+    log.close()
     assert file("a.wav", size=11).key not in ResultsLog(tmp_path).finished()
+
+
+def test_a_second_job_on_the_same_folder_is_refused_until_the_first_ends(tmp_path):
+    from speaker_transcripts.batch.results import OutputInUse
+
+    first = ResultsLog(tmp_path)
+    with pytest.raises(OutputInUse, match="another batch job is writing to"):
+        ResultsLog(tmp_path)
+    first.close()
+    ResultsLog(tmp_path).close()
