@@ -12,8 +12,10 @@ turns (``transcript_format: turns_json``: the dev conversations) it also scores 
 attribution as ``speaker-transcripts evaluate`` does (reference and hypothesis words aligned,
 labels mapped one-to-one) and splits the reference words by their turn: turns that share no time
 with another speaker's, turns that overlap another speaker's, and turns spoken mostly (over half
-their length) inside another speaker's turn (the interjections). Per group: words, how many ASR
-recognised (aligned to a hypothesis word), how many went to their speaker.
+their length) inside another speaker's turn (the interjections); and, across them, the first and the
+last word of each turn (where a diarization boundary that falls early or late hands a word to the
+neighbouring speaker). Per group: words, how many ASR recognised (aligned to a hypothesis word), how
+many went to their speaker.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
 GROUPS = ("alone", "overlapping", "mostly inside another's")
+EDGES = ("first word of a turn", "last word of a turn")  # where diarization boundaries err (issue: turn-end words)
 KINDS = ("real meetings", "synthetic conversations")
 SCORED_SECONDS = 30.0  # as bench/tune_diarization.py scores (the meeting references cover the first 30 s)
 
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         if item.get("transcript_format") == "turns_json"
     }
     der = {(kind, output): DiarizationTotals() for kind in KINDS for output in ("timeline", "segments")}
-    words = {group: [0, 0, 0] for group in GROUPS}  # words, recognised, attributed right
+    words = {group: [0, 0, 0] for group in (*GROUPS, *EDGES)}  # words, recognised, attributed right
     for entry in load_manifest(arguments.manifest):
         if not entry.turns or entry.name.startswith("short_") or entry.audio.suffix != ".wav":
             continue
@@ -103,16 +106,20 @@ def _score_overlap(turns: list[dict], result: dict, totals: dict[str, list[int]]
     """Add one file's words, recognised words and rightly attributed words to ``totals`` by turn group."""
     from speaker_transcripts.evaluation.scoring import attribution, words_of
 
-    reference, word_groups = [], []
+    reference, word_groups, edges = [], [], {edge: [] for edge in EDGES}
     for turn, group in zip(turns, turn_groups(turns), strict=True):
-        for word in words_of(turn["text"], normalise):
+        spoken = words_of(turn["text"], normalise)
+        if spoken:
+            edges[EDGES[0]].append(len(reference))
+            edges[EDGES[1]].append(len(reference) + len(spoken) - 1)
+        for word in spoken:
             reference.append((word, turn["speaker"]))
             word_groups.append(group)
     hypothesis = [(word, segment["speaker"]) for segment in result["speakers"] for word in words_of(segment["text"], normalise)]
     scored = attribution(reference, hypothesis)
     recognised = set(_recognised(reference, hypothesis))
-    for group in GROUPS:
-        indices = [index for index, word_group in enumerate(word_groups) if word_group == group]
+    chosen = {group: [index for index, word_group in enumerate(word_groups) if word_group == group] for group in GROUPS}
+    for group, indices in {**chosen, **edges}.items():
         counts = (len(indices), sum(index in recognised for index in indices), sum(scored.right[index] for index in indices))
         totals[group] = [total + count for total, count in zip(totals[group], counts, strict=True)]
 

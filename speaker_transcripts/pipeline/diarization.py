@@ -286,6 +286,9 @@ def group_by_speaker(chunks: Sequence[Chunk], speakers: Sequence[str]) -> list[S
 
 
 MID_SENTENCE_SWITCH_S = 0.05  # evidence (seconds of overlap) a speaker change inside a sentence must beat
+# ... and before a sentence's last words, more: a turn's end is where diarization boundaries err (docs/quality.md)
+TURN_END_SWITCH_S = 0.3
+TURN_END_WORDS = 2
 SWITCH_S = 0.01  # any change costs a little, so equal evidence keeps the current speaker
 PAUSE_IS_BOUNDARY_S = 0.5
 
@@ -308,8 +311,12 @@ def word_speakers(words: Sequence[Chunk], turns: Sequence[Turn]) -> list[str]:
     evidence = [[_evidence(word, speaker, turns) for speaker in speakers] for word in words]
     best = list(evidence[0])
     back: list[list[int]] = []
+    ending = _near_sentence_end(words)
     for index in range(1, len(words)):
-        change = SWITCH_S if _boundary_before(words, index) else MID_SENTENCE_SWITCH_S
+        if _boundary_before(words, index):
+            change = SWITCH_S
+        else:
+            change = TURN_END_SWITCH_S if ending[index] else MID_SENTENCE_SWITCH_S
         pointers, scores = [], []
         for current in range(len(speakers)):
             options = [best[previous] - (0.0 if previous == current else change) for previous in range(len(speakers))]
@@ -333,6 +340,22 @@ def _evidence(word: Chunk, speaker: str, turns: Sequence[Turn]) -> float:
         overlap += max(min(word.end, turn.end) - max(word.start, turn.start), 0.0)
         gap = min(gap, max(turn.start - word.end, word.start - turn.end, 0.0))
     return overlap if overlap > 0 else -gap
+
+
+def _near_sentence_end(words: Sequence[Chunk]) -> list[bool]:
+    """Whether each word is one of the last ``TURN_END_WORDS`` of its sentence (the sentence ends at it
+    or within the next words, with no pause between): where a diarization boundary that falls a little
+    early would hand a sentence's last word to the next speaker ("How long do you think that will" /
+    "take?")."""
+    ending = [False] * len(words)
+    for index, word in enumerate(words):
+        if ends_sentence(word.text):
+            first = index
+            while first > 0 and index - first + 1 < TURN_END_WORDS and not _boundary_before(words, first):
+                first -= 1
+            for position in range(first, index + 1):
+                ending[position] = True
+    return ending
 
 
 def _boundary_before(words: Sequence[Chunk], index: int) -> bool:

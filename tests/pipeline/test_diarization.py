@@ -269,3 +269,18 @@ def test_speaker_segments_never_overlap_each_other():
     words = [Chunk(" It", 53.0, 53.2), Chunk(" works.", 53.2, 56.81), Chunk(" Great.", 56.79, 57.5)]
     segments = group_by_speaker(words, ["A", "A", "B"])
     assert [(segment.start, segment.end) for segment in segments] == [(53.0, 56.81), (56.81, 57.5)]
+
+
+def test_a_sentences_last_word_stays_with_its_speaker_when_the_turn_boundary_falls_early():
+    """Diarization ends A's turn 0.1 s into "take?"; the last word of the sentence stays A's, and B's
+    reply, after the question mark, is B's. A word well inside the other turn still changes speaker."""
+    from speaker_transcripts.pipeline.diarization import Turn, word_speakers
+    from speaker_transcripts.pipeline.transcript import Chunk
+
+    spoken = [(" How", 0.0, 0.2), (" long", 0.2, 0.5), (" do", 0.5, 0.6), (" you", 0.6, 0.7), (" think", 0.7, 1.0),
+              (" that", 1.0, 1.2), (" will", 1.2, 1.4), (" take?", 1.4, 1.8), (" A", 1.9, 2.0), (" week.", 2.0, 2.4)]
+    words = [Chunk(text, start, end) for text, start, end in spoken]
+    early = [Turn("A", 0.0, 1.5), Turn("B", 1.5, 2.4)]
+    assert word_speakers(words, early) == ["A"] * 8 + ["B"] * 2
+    interrupted = [Turn("A", 0.0, 0.6), Turn("B", 0.6, 2.4)]  # B takes over from "you" on: the evidence is clear
+    assert word_speakers(words, interrupted)[4:] == ["B"] * 6
