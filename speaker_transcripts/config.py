@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -64,8 +65,10 @@ class ModelSettings(BaseSettings):
     # Sequences decoded at once (batch_size x num_beams), word-timestamp ones counting
     # WORD_ALIGNMENT_COST each: the bound on one request's memory (see bounded_work).
     max_batch_items: int = Field(default=48, ge=1, le=4096)
+    # A voice library (speaker-transcripts speakers add): its people are named in every diarized request.
+    known_speakers_dir: Path | None = None
 
-    @field_validator("assistant_model", "diarization_model", "hf_token", mode="before")
+    @field_validator("assistant_model", "diarization_model", "hf_token", "known_speakers_dir", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         # "none" is how DIARIZATION_MODEL turns the CLI's and server's embedded default off
@@ -98,7 +101,11 @@ class ModelSettings(BaseSettings):
         without a Hub account or access transcribes and diarizes out of the box. ``overrides`` win
         over both (``self_hosted(warmup=False)`` in a script that transcribes one file)."""
         settings = cls(**overrides)
-        defaults = {"asr_model": SELF_HOSTED_ASR_MODEL, "diarization_model": SELF_HOSTED_DIARIZATION_MODEL}
+        # A container on Inference Endpoints gets the model repository mounted at HF_MODEL_DIR (/repository):
+        # a Whisper checkpoint there is what the user deployed, as for the handler (for_repository).
+        repository = os.environ.get("HF_MODEL_DIR", "")
+        asr_default = repository if repository and is_whisper_checkpoint(repository) else SELF_HOSTED_ASR_MODEL
+        defaults = {"asr_model": asr_default, "diarization_model": SELF_HOSTED_DIARIZATION_MODEL}
         return settings.model_copy(update={name: value for name, value in defaults.items() if name not in settings.model_fields_set})
 
     def resolved_device(self, cuda_available: bool) -> str:

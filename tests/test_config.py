@@ -398,3 +398,14 @@ def test_a_400_names_a_few_problems_and_counts_the_rest():
     with pytest.raises(InvalidRequestError) as refused:
         parse_parameters({name: "?" for name in ("task", "batch_size", "long_form", "chunk_length_s", "num_beams", "return_timestamps", "diarize")})
     assert str(refused.value).count("parameter '") == 5 and str(refused.value).endswith("and 2 more problems")
+
+
+def test_a_container_on_endpoints_serves_the_whisper_checkpoint_mounted_at_hf_model_dir(tmp_path, monkeypatch):
+    repository = _fake_checkpoint(tmp_path / "repository")
+    monkeypatch.setenv("HF_MODEL_DIR", str(repository))
+    assert ModelSettings.self_hosted().asr_model == str(repository)
+    monkeypatch.setenv("ASR_MODEL", "whisper-tiny.en")  # the environment still decides
+    assert ModelSettings.self_hosted().asr_model == "whisper-tiny.en"
+    monkeypatch.delenv("ASR_MODEL")
+    monkeypatch.setenv("HF_MODEL_DIR", str(_fake_checkpoint(tmp_path / "other", model_type="bert")))
+    assert ModelSettings.self_hosted().asr_model == SELF_HOSTED_ASR_MODEL  # not a Whisper checkpoint: the embedded one

@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "live": ("live", "follow a conversation live (a file at real-time pace, or a microphone), with speakers"),
     "serve": ("serve", "serve the Endpoints payload, the OpenAI audio API and live sessions over HTTP"),
     "models": ("models", "list the embedded models, or pull them into the cache"),
+    "speakers": ("speakers", "enrol people once (a voice library), so every recording names them"),
     "client": ("client", "send a file to a deployed endpoint or to the server"),
     "deploy": ("deploy", "create or update the Inference Endpoint and wait until it runs"),
     "evaluate": ("evaluate", "score transcripts and speaker attribution on a manifest"),

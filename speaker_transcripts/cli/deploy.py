@@ -38,6 +38,7 @@ REDACTED = "***"
 ENDPOINT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?")
 UNKNOWN_NAMESPACE = "<namespace of the token>"  # shown in a dry run without --namespace (no call asks whose token it is)
 API_URL_ENV = "HF_INFERENCE_ENDPOINTS_API"
+CONTAINER_PORT = 8080  # the Containerfile's PORT
 TERMINAL_FAILURES = {"failed", "updateFailed"}
 
 
@@ -59,6 +60,7 @@ class EndpointSpec:
     scale_to_zero_timeout: int | None = 15
     env: dict[str, str] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)
+    image: str | None = None  # a container image of this repository's Containerfile (custom container), else the handler
 
     def create_arguments(self) -> dict[str, Any]:
         """Keyword arguments for ``HfApi.create_inference_endpoint``."""
@@ -79,6 +81,8 @@ class EndpointSpec:
             "scale_to_zero_timeout": self.scale_to_zero_timeout,
             "env": self.env or None,
             "secrets": self.secrets or None,
+            # the image serves on CONTAINER_PORT and answers GET /health once its models are loaded
+            "custom_image": {"url": self.image, "port": CONTAINER_PORT, "healthRoute": "/health"} if self.image else None,
         }
 
     def update_arguments(self) -> dict[str, Any]:
@@ -97,6 +101,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repository", required=True, help="the Hub repository holding this handler (OWNER/REPO)")
     parser.add_argument("--revision", help="branch, tag or commit of the repository")
     parser.add_argument("--namespace", help="user or organisation owning the endpoint (default: the token's user)")
+    parser.add_argument(
+        "--image", help="run this image of the repository's Containerfile (custom container, port 8080, /health) instead of the handler",
+    )
     parser.add_argument("--asr-model", help="ASR_MODEL (default: the handler's, openai/whisper-large-v3)")
     parser.add_argument("--assistant-model", help="ASSISTANT_MODEL for speculative decoding")
     parser.add_argument("--diarization-model", help="DIARIZATION_MODEL, e.g. pyannote/speaker-diarization-community-1")
@@ -157,6 +164,7 @@ def spec_from_arguments(arguments: argparse.Namespace, token: str | None) -> End
         scale_to_zero_timeout=arguments.scale_to_zero_timeout if arguments.min_replica == 0 else None,
         env=env,
         secrets={"HF_TOKEN": token} if token else {},
+        image=arguments.image,
     )
 
 

@@ -124,7 +124,7 @@ def in_process(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], show
     handler = Transcriber(settings=model_settings(arguments))
     parameters = {"language": arguments.language, "prompt": arguments.prompt, "known_speakers": known_speakers_parameter(arguments)}
     config = resolve_request(parse_parameters({k: v for k, v in parameters.items() if v is not None})[0], handler.capabilities).config
-    voices = handler.voice_embeddings(config.known_speakers) if config.known_speakers else {}
+    voices = {**handler.library, **(handler.voice_embeddings(config.known_speakers) if config.known_speakers else {})}
     session = LiveSession(handler, LiveConfig(language=config.language, prompt=config.prompt, diarize=bool(config.diarize),
                                               known_speakers=voices))
     print("live: listening (Ctrl-C to stop)", file=sys.stderr, flush=True)

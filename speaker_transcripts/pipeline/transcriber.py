@@ -99,6 +99,14 @@ class Transcriber:
             self.diarization_pipeline = load_diarization_pipeline(self.settings, self.recognizer.device)
             logger.info("%s: diarization on %s, loaded in %.1f s", self.configured.diarization_model,
                         self.recognizer.device, time.perf_counter() - started)
+        # People enrolled once (KNOWN_SPEAKERS_DIR), named in every diarized request beside the request's own clips.
+        self.library: dict[str, np.ndarray] = {}
+        if self.settings.known_speakers_dir is not None and self.diarization_pipeline is not None:
+            from speaker_transcripts.pipeline.voice_library import VoiceLibrary
+
+            dimension = getattr(getattr(self.diarization_pipeline, "_embedding", None), "dimension", None)
+            self.library = VoiceLibrary(self.settings.known_speakers_dir).for_model(self.configured.diarization_model, dimension)
+            logger.info("voice library %s: %d voices", self.settings.known_speakers_dir, len(self.library))
         # Silero finds the speech for long-form decoding; SPEECH_GATE decides whether audio
         # where it finds none is answered "no speech" (default) or decoded whole anyway.
         self.speech_gate = SpeechGate()
@@ -270,14 +278,16 @@ class Transcriber:
     def _diarize_and_name(
         self, samples: np.ndarray, config: InferenceConfig, clips: dict[str, np.ndarray], should_stop: Callable[[], bool] | None
     ) -> tuple[Diarization, list[NameMatch]]:
-        """Diarize, then give the speakers matching an enrolment clip its name; the clips are
-        embedded here, after diarization, because the pipeline's models serve one call at a time."""
+        """Diarize, then give the speakers matching an enrolment clip (or a voice of the library) its name;
+        the clips are embedded here, after diarization, because the pipeline's models serve one call at a time."""
         found = diarize(self.diarization_pipeline, samples, SAMPLING_RATE, config.speaker_hints, should_stop)
         embed = speaker_embedder(self.diarization_pipeline)
-        if not clips or embed is None:
+        if not (clips or self.library) or embed is None:
             return found, []
-        matches = match_names(found.embeddings, {name: embed(clip) for name, clip in clips.items()})
-        return found.renamed({match.speaker: match.name for match in matches if match.speaker is not None}), matches
+        references = {**self.library, **{name: embed(clip) for name, clip in clips.items()}}  # a request's clip wins over the library's
+        matches = match_names(found.embeddings, references)
+        renamed = found.renamed({match.speaker: match.name for match in matches if match.speaker is not None})
+        return renamed, [match for match in matches if match.name in clips]  # the library's voices are not the request's to hear about
 
     @staticmethod
     def _attribute(

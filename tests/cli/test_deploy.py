@@ -157,3 +157,14 @@ def test_names_endpoints_would_refuse_fail_before_any_call(name, capsys):
 @pytest.mark.parametrize("name", ["a", "speaker-transcripts", "x" * 32, "v2-0"])
 def test_valid_names_pass(name):
     assert deploy.parse_arguments(["--name", name, "--repository", "alice/r"]).name == name
+
+
+def test_an_image_of_the_containerfile_is_deployed_as_a_custom_container(capsys):
+    import json
+
+    image = "ghcr.io/alice/speaker-transcripts:cpu"
+    assert deploy.main(["--name", "demo", "--repository", "alice/r", "--namespace", NAMESPACE, "--token", TOKEN, "--dry-run",
+                        "--image", image, "--accelerator", "cpu"]) == 0
+    model = json.loads(capsys.readouterr().out)["json"]["model"]
+    assert model["image"] == {"custom": {"url": image, "port": 8080, "healthRoute": "/health"}}
+    assert TOKEN not in json.dumps(model) and model["secrets"] == {"HF_TOKEN": "***"}

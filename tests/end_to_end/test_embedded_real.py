@@ -372,3 +372,21 @@ def test_a_prompt_leaves_each_word_at_its_own_time(handler, speech_wav):
     assert [word for word, _, _ in prompted] == [word for word, _, _ in plain]
     assert prompted[0][2] > prompted[0][1]  # the first word has a length
     assert max(abs(a[1] - b[1]) + abs(a[2] - b[2]) for a, b in zip(plain, prompted, strict=True)) <= 0.2, (plain, prompted)
+
+
+def test_people_enrolled_once_in_the_voice_library_are_named_in_a_recording(tmp_path, monkeypatch, capsys):
+    """speaker-transcripts speakers add, then a transcription with KNOWN_SPEAKERS_DIR sends no clips and names both readers;
+    the impostor enrolled too names nobody."""
+    from speaker_transcripts.cli import speakers
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    library = tmp_path / "voices"
+    for name, clip in (("Reader A", "reader-a.wav"), ("Reader B", "reader-b.wav"), ("Somebody Else", "impostor.wav")):
+        assert speakers.main(["--library", str(library), "add", name, str(ENROLMENT / clip), "--diarization-model", "pyannote-campplus"]) == 0
+    assert speakers.main(["--library", str(library), "list"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    transcriber = Transcriber(settings=ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus",
+                                                     known_speakers_dir=library, warmup=False))
+    result = transcriber({"inputs": SAMPLE.read_bytes()})
+    assert named(result) == ["Reader A", "Reader B", "Reader A"]
+    assert result["warnings"] == [] and "known_speakers" not in result  # the library's people are not the request's to report

@@ -321,8 +321,9 @@ class Connection:
 
     def _live_config(self) -> LiveConfig:
         diarize = self.settings.diarize if self.settings.diarize is not None else self.handler.capabilities.has_diarization
+        known = {**getattr(self.handler, "library", {}), **self.voices}  # the voice library's people, then the session's
         return LiveConfig(language=self.settings.language, prompt=self.settings.prompt, turn_detection=self.settings.turn_detection,
-                          diarize=bool(diarize), known_speakers=self.voices)
+                          diarize=bool(diarize), known_speakers=known)
 
 
 def _coalesced(batch: list[tuple[str, Any, str | None]]) -> list[tuple[str, Any, str | None]]:

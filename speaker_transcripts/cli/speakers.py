@@ -1,0 +1,94 @@
+"""Enrol people once, and every recording names them: the voice library (``KNOWN_SPEAKERS_DIR``).
+
+    speaker-transcripts speakers add "Ann Lee" ann-1.wav ann-2.m4a     # a few seconds of each, one person
+    speaker-transcripts speakers list
+    speaker-transcripts speakers remove "Ann Lee"
+
+The library is the folder ``--library`` names, else ``KNOWN_SPEAKERS_DIR``, else
+``~/.local/share/speaker-transcripts/voices``. Each clip is checked and cut to its speech as a
+request's known-speaker clip is, and embedded with the diarization pipeline's speaker-embedding model
+(``DIARIZATION_MODEL``, or ``--diarization-model``; the embedded ``pyannote-campplus`` by default); the
+person's voice is kept once, with the model it belongs to. ``transcribe``, ``batch``, ``live`` and
+``serve`` name the library's people when ``KNOWN_SPEAKERS_DIR`` points at it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+from pathlib import Path
+
+from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.pipeline.voice_library import VoiceLibrary
+
+DEFAULT_LIBRARY = Path("~/.local/share/speaker-transcripts/voices")
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="speaker-transcripts speakers", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--library", type=Path, help="the library's folder (default: KNOWN_SPEAKERS_DIR, else ~/.local/share/speaker-transcripts/voices)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add = commands.add_parser("add", help="enrol a person from a few seconds of their voice (one or more clips)")
+    add.add_argument("name")
+    add.add_argument("clips", nargs="+", type=Path)
+    add.add_argument("--diarization-model", help="overrides DIARIZATION_MODEL (the model whose embeddings the library keeps)")
+    commands.add_parser("list", help="the people enrolled, with their model")
+    remove = commands.add_parser("remove", help="forget a person")
+    remove.add_argument("name")
+    arguments = parser.parse_args(argv)
+    for clip in getattr(arguments, "clips", []):
+        if not clip.is_file():
+            parser.error(f"{clip}: no such file")
+    return arguments
+
+
+def library_folder(arguments: argparse.Namespace) -> Path:
+    return (arguments.library or Path(os.environ.get("KNOWN_SPEAKERS_DIR") or DEFAULT_LIBRARY)).expanduser()
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    library = VoiceLibrary(library_folder(arguments))
+    if arguments.command == "list":
+        voices = library.voices()
+        for voice in voices:
+            print(f"{voice.name}\t{voice.clips} clip(s)\t{voice.model}\t{voice.dimension} values")
+        print(f"{len(voices)} voice(s) in {library.folder}", file=sys.stderr)
+        return 0
+    if arguments.command == "remove":
+        if not library.remove(arguments.name):
+            print(f"speaker-transcripts speakers: no voice named {arguments.name!r} in {library.folder}", file=sys.stderr)
+            return 1
+        print(f"removed {arguments.name!r} from {library.folder}", file=sys.stderr)
+        return 0
+    try:
+        return _add(arguments, library)
+    except InvalidRequestError as error:
+        print(f"speaker-transcripts speakers: {error}", file=sys.stderr)
+        return 2
+
+
+def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
+    from speaker_transcripts.config import KnownSpeaker, ModelSettings
+    from speaker_transcripts.models import registry
+    from speaker_transcripts.pipeline.diarization import load_diarization_pipeline, speaker_embedder
+    from speaker_transcripts.pipeline.speech_gate import SpeechGate
+    from speaker_transcripts.pipeline.transcriber import enrolment_speech
+
+    speakers = [KnownSpeaker(name=arguments.name, audio=base64.b64encode(clip.read_bytes()).decode()) for clip in arguments.clips]
+    gate = SpeechGate()
+    speech = [enrolment_speech(speaker, gate) for speaker in speakers]  # every clip checked before any model loads
+    configured = ModelSettings.self_hosted()
+    if arguments.diarization_model:
+        configured = configured.model_copy(update={"diarization_model": arguments.diarization_model})
+    if not configured.diarization_model:
+        raise InvalidRequestError("a voice is embedded with the diarization model: DIARIZATION_MODEL is off; pass --diarization-model")
+    settings = registry.prepare(configured)
+    embed = speaker_embedder(load_diarization_pipeline(settings, "cpu"))
+    if embed is None:
+        raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
+    voice = library.add(speakers[0].name, [embed(clip) for clip in speech], configured.diarization_model)
+    print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)
+    return 0

@@ -1,0 +1,101 @@
+"""A voice library: people enrolled once, named in every recording after (``KNOWN_SPEAKERS_DIR``).
+
+``speaker-transcripts speakers add NAME CLIP...`` embeds a few seconds of a person's voice with the
+diarization pipeline's own speaker-embedding model, as a request's known speaker is embedded, and
+keeps the result: a JSON file per person holding the name, the embedding (the mean direction of the
+clips' embeddings), how many clips made it, and the model and dimension it belongs to. Embeddings
+are only comparable within one model, so a library is read for the model that is loaded: a voice
+made with another model (or of another dimension) is left out with a warning to enrol it again,
+never compared. A clip is embedded once, when it is added, not per file or per request.
+
+Pure file handling and numpy: no torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Voice:
+    """One enrolled person."""
+
+    name: str
+    model: str
+    embedding: np.ndarray
+    clips: int
+
+    @property
+    def dimension(self) -> int:
+        return len(self.embedding)
+
+
+class VoiceLibrary:
+    """The voices in ``folder`` (created on the first ``add``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder).expanduser()
+
+    def _file(self, name: str) -> Path:
+        """A person's file: named by a digest of the name (any name is a safe file name that way)."""
+        return self.folder / f"{hashlib.sha256(name.casefold().encode()).hexdigest()[:20]}.json"
+
+    def add(self, name: str, embeddings: Sequence[np.ndarray], model: str) -> Voice:
+        """Keep ``name``'s voice: the mean direction of ``embeddings`` (one per clip); it replaces any
+        voice of that name. Written to a temporary file and renamed, so a reader never sees half of it."""
+        units = [np.asarray(vector, dtype=np.float64) / np.linalg.norm(vector) for vector in embeddings]
+        mean = np.mean(units, axis=0)
+        voice = Voice(name=name, model=model, embedding=(mean / np.linalg.norm(mean)).astype(np.float32), clips=len(units))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self._file(name)
+        temporary = target.with_suffix(".partial")
+        temporary.write_text(json.dumps({"version": FORMAT_VERSION, "name": name, "model": model, "dimension": voice.dimension,
+                                         "clips": voice.clips, "embedding": [round(float(v), 7) for v in voice.embedding]}))
+        os.replace(temporary, target)
+        return voice
+
+    def remove(self, name: str) -> bool:
+        """Forget ``name``; False when there was no such voice."""
+        target = self._file(name)
+        if not target.exists():
+            return False
+        target.unlink()
+        return True
+
+    def voices(self) -> list[Voice]:
+        """Every voice in the library, by name (files that are not voices of this format are skipped, with a warning)."""
+        found = []
+        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+            try:
+                data = json.loads(path.read_text())
+                if data.get("version") != FORMAT_VERSION:
+                    raise ValueError(f"format {data.get('version')!r}")
+                embedding = np.asarray(data["embedding"], dtype=np.float32)
+                if embedding.ndim != 1 or len(embedding) != data["dimension"] or not np.isfinite(embedding).all():
+                    raise ValueError("its embedding does not match its dimension")
+                found.append(Voice(name=str(data["name"]), model=str(data["model"]), embedding=embedding, clips=int(data["clips"])))
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                logger.warning("voice library %s: %s is not a voice (%s); left out", self.folder, path.name, error)
+        return sorted(found, key=lambda voice: voice.name.casefold())
+
+    def for_model(self, model: str, dimension: int | None = None) -> dict[str, np.ndarray]:
+        """The voices made with ``model`` (and ``dimension``), by name; the others are left out, with a warning."""
+        usable = {}
+        for voice in self.voices():
+            if voice.model != model or (dimension is not None and voice.dimension != dimension):
+                logger.warning("voice library: %r was enrolled with %s (%d values), not %s; enrol it again to name it",
+                               voice.name, voice.model, voice.dimension, model)
+                continue
+            usable[voice.name] = voice.embedding
+        return usable

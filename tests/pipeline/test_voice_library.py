@@ -1,0 +1,36 @@
+"""The voice library: voices kept once, read for the model they belong to, anything else left out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from speaker_transcripts.pipeline.voice_library import VoiceLibrary
+
+
+def test_a_voice_is_the_mean_direction_of_its_clips_and_survives_a_reread(tmp_path):
+    library = VoiceLibrary(tmp_path / "voices")
+    voice = library.add("Ann Lee", [np.array([3.0, 0.0]), np.array([0.0, 1.0])], "pyannote-campplus")
+    assert np.allclose(voice.embedding, [np.sqrt(0.5), np.sqrt(0.5)]) and voice.clips == 2
+    (read,) = VoiceLibrary(tmp_path / "voices").voices()
+    assert (read.name, read.model, read.clips, read.dimension) == ("Ann Lee", "pyannote-campplus", 2, 2)
+    assert np.allclose(read.embedding, voice.embedding, atol=1e-6)
+
+
+def test_adding_a_name_again_replaces_it_and_remove_forgets_it(tmp_path):
+    library = VoiceLibrary(tmp_path)
+    library.add("Ann", [np.array([1.0, 0.0])], "m")
+    library.add("ann", [np.array([0.0, 1.0])], "m")  # one person whatever the case
+    assert [voice.name for voice in library.voices()] == ["ann"]
+    assert library.remove("ANN") and not library.remove("ANN") and library.voices() == []
+
+
+def test_voices_of_another_model_or_dimension_and_broken_files_are_left_out(tmp_path):
+    library = VoiceLibrary(tmp_path)
+    library.add("Ann", [np.ones(3)], "pyannote-campplus")
+    library.add("Ben", [np.ones(3)], "pyannote/speaker-diarization-community-1")
+    library.add("Cal", [np.ones(4)], "pyannote-campplus")
+    (tmp_path / "notes.json").write_text("{not json")
+    (tmp_path / "old.json").write_text('{"version": 0}')
+    assert list(library.for_model("pyannote-campplus", dimension=3)) == ["Ann"]
+    assert [voice.name for voice in library.voices()] == ["Ann", "Ben", "Cal"]
+    assert VoiceLibrary(tmp_path / "missing").voices() == []
