@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+CLIENT_CLOSED = 499  # nginx's "client closed request": counted apart from the server's own 500s
 UNMATCHED_ROUTE = "unmatched"  # any path that is not a route: one label, so scanners cannot grow the series
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 REAL_TIME_FACTOR_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5)
@@ -88,16 +89,25 @@ class MetricsMiddleware:
             return
         started = time.perf_counter()
         status = 500  # what the client gets if the app fails before it answers
+        answered = gone = False
 
         async def recorded(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, answered = message["status"], True
             await send(message)
 
+        async def watched() -> Message:
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
         try:
-            await self.app(scope, receive, recorded)
+            await self.app(scope, watched, recorded)
         finally:
+            if gone and not answered:
+                status = CLIENT_CLOSED  # the client left before any answer (mid-upload): not a failure of ours
             route = self.route_of(scope)
             self.metrics.requests.labels(route=route, status=str(status)).inc()
             self.metrics.latency.labels(route=route).observe(time.perf_counter() - started)

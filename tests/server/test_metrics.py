@@ -116,3 +116,19 @@ def test_the_openai_client_lists_and_retrieves_the_loaded_model():
     assert (retrieved.object, retrieved.owned_by) == ("model", "openai") and retrieved.created <= time.time()
     assert alias.owned_by == "speaker-transcripts (decoded by openai/whisper-large-v3)"
     assert anonymous.status_code == 401, "OpenAI's API needs the key for models too"
+
+
+def test_a_client_hanging_up_mid_upload_is_counted_as_499_not_as_a_server_failure():
+    import socket
+
+    with serving(create_app(lambda: Timed(0.0), ServerSettings())) as base_url:
+        host, port = base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as client:
+            client.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"inputs\": \"")
+            time.sleep(0.2)  # the body has started; nothing more comes
+        deadline = time.monotonic() + 60  # a failure guard: the count appears once the server has seen the hang-up
+        while not any(labels == (("route", "/"), ("status", "499")) for (name, labels) in scrape(base_url)):
+            assert time.monotonic() < deadline, scrape(base_url)
+            time.sleep(0.1)
+        counted = scrape(base_url)
+    assert ("speaker_transcripts_requests_total", (("route", "/"), ("status", "500"))) not in counted
