@@ -382,14 +382,15 @@ def test_openai_formats_over_http(client, speech_wav):
 
 def test_diarized_subtitles_are_timed_by_their_words(client, handler, speech_wav):
     """Diarizing computes word times for attribution; the cues keep them rather than sharing a
-    segment's time out by characters: the route's SRT is the one laid out from the words."""
+    segment's time out by characters: the route's SRT is the one laid out from the words. (For the
+    test model's few short words both layouts can coincide; tests/output/test_formats.py shows
+    word times placing boundaries that segments would not.)"""
     from speaker_transcripts.output.formats import subtitle_cues, to_srt
 
     same = {"language": "en", "assisted": False}  # not "auto": the decoding policy learns from timings
     by_words = handler({"inputs": speech_wav, "parameters": {**same, "return_timestamps": "word"}})
-    by_segments = handler({"inputs": speech_wav, "parameters": same})
     served = openai_post(client, speech_wav, response_format="srt", language="en", assisted="false").text
-    assert served == to_srt(subtitle_cues(by_words)) != to_srt(subtitle_cues(by_segments))
+    assert by_words["chunks"] and served == to_srt(subtitle_cues(by_words))
 
 
 def test_segments_read_alike_with_and_without_diarization(client, speech_wav):
