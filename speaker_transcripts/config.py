@@ -135,6 +135,9 @@ class ServerSettings(BaseSettings):
     api_key: SecretStr | None = None  # when set, inference routes need "Authorization: Bearer <key>"
     max_upload_mb: float = Field(default=100.0, gt=0)  # request body size, base64 included (413)
     max_queue: int = Field(default=16, ge=0)  # requests waiting behind the running one (503 beyond)
+    # Audio (bodies, parsed arrays, clips) the requests in progress or queued may hold in all; 503 beyond,
+    # though a request finding nothing admitted is always taken. Bounds the queue's memory by size, not count.
+    max_queued_mb: float = Field(default=300.0, gt=0)
     request_timeout_s: float | None = Field(default=None, gt=0)  # unset: a request may take as long as it needs
     # Slow clients (server/connection_guard.py, server/middleware.py BodyReadTimeout): 408 for headers not done within
     # HEADER_TIMEOUT_S, a body pausing over BODY_IDLE_TIMEOUT_S or lasting over BODY_TIMEOUT_S;
@@ -165,6 +168,10 @@ class ServerSettings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_queued_bytes(self) -> int:
+        return int(self.max_queued_mb * 1024 * 1024)
 
 
 def is_whisper_checkpoint(path: str | Path) -> bool:

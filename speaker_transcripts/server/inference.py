@@ -8,16 +8,18 @@ the queue answers 503 with ``Retry-After`` instead of piling work up.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import statistics
 import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+import numpy as np
 from fastapi import Request
 
 from speaker_transcripts.config import ServerSettings
@@ -50,9 +52,13 @@ class InferenceQueue:
         self.metrics = metrics or ServiceMetrics()
         self.metrics.queue_depth.set_function(lambda: self.pending)
         self.max_queue = settings.max_queue
+        self.max_held_bytes = settings.max_queued_bytes
+        self.held_bytes = 0  # audio the admitted requests hold (held_bytes of their data); on the event loop
         self.timeout_s = settings.request_timeout_s
         self.pending = 0  # running + waiting; touched only on the event loop
         self.reading = 0  # admitted by the AdmissionGate, body still being read or parsed
+        self.reading_bytes = 0  # what those uploads declared (Content-Length, else MAX_UPLOAD_MB)
+        self.max_upload_bytes = settings.max_upload_bytes
         self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
         self._recent_seconds: deque[float] = deque(maxlen=20)
         self._started: dict[int, float] = {}  # worker thread -> when its current call began
@@ -67,15 +73,17 @@ class InferenceQueue:
         models if it was still waiting, and its queue slot frees then, not when the work would
         have finished. Until it has stopped it keeps its slot, so the queue never admits more
         work than the models can take."""
-        refusal = self.refusal(self.pending)
+        weight = held_bytes(data)
+        refusal = self.refusal(self.pending) or self.too_heavy(weight)
         if refusal is not None:
             raise refusal
         self.pending += 1
+        self.held_bytes += weight
         stop = threading.Event()
         future = asyncio.get_running_loop().run_in_executor(
             self._executor, self._timed_call, data, {**callbacks, "should_stop": stop.is_set}
         )
-        future.add_done_callback(self._finished)
+        future.add_done_callback(functools.partial(self._finished, weight))
         watcher = asyncio.ensure_future(_poll(client_gone)) if client_gone is not None else None
         try:
             waiting = {future, *([watcher] if watcher else [])}  # asyncio.wait never cancels what it waits on
@@ -107,6 +115,31 @@ class InferenceQueue:
             {"Retry-After": str(self.retry_after_s())},
         )
 
+    def too_heavy(self, weight: int) -> ServiceError | None:
+        """The 503 for work of ``weight`` bytes that would take what admitted requests hold
+        (queued audio, uploads by what they declared) past ``MAX_QUEUED_MB``. Counting requests
+        alone let 17 near-limit uploads hold 4.6 GB; with nothing admitted a request is always
+        taken, so any upload the size limit allows runs."""
+        held = self.held_bytes + self.reading_bytes
+        if not (self.pending or self.reading) or held + weight <= self.max_held_bytes:
+            return None
+        mib = 1024 * 1024
+        return ServiceError(
+            503,
+            f"the server is busy (the requests in progress, queued or uploading hold {held / mib:.0f} MB, this one "
+            f"{weight / mib:.0f} MB, MAX_QUEUED_MB={self.max_held_bytes / mib:g}); retry later",
+            {"Retry-After": str(self.retry_after_s())},
+        )
+
+    def admit_upload(self, reserved: int) -> None:
+        self.reading += 1
+        self.reading_bytes += reserved
+
+    def upload_done(self, reserved: int) -> None:
+        """An admitted upload reached the queue or failed before it: its reservation ends."""
+        self.reading -= 1
+        self.reading_bytes -= reserved
+
     def retry_after_s(self) -> int:
         """Seconds until a slot is likely free, which is all a refused client needs: the typical
         (median) recent processing time, less what the longest-running call has already spent.
@@ -135,13 +168,35 @@ class InferenceQueue:
             self._started.pop(threading.get_ident(), None)
             self._recent_seconds.append(time.monotonic() - started)
 
-    def _finished(self, future: asyncio.Future) -> None:
+    def _finished(self, weight: int, future: asyncio.Future) -> None:
         self.pending -= 1
+        self.held_bytes -= weight
         if not future.cancelled():
             future.exception()  # seen: abandoned work ends in RequestAbandoned that nobody awaits
 
 
 CLIENT_POLL_S = 0.5
+MAX_WEIGHED_ITEMS = 64  # containers walked by held_bytes: a request's data is a few fields and up to 8 clips
+
+
+def held_bytes(data: Any) -> int:
+    """Bytes of audio ``data`` holds while it waits: its byte strings, arrays and strings (base64
+    or a URL), in ``data`` and the containers in it, up to ``MAX_WEIGHED_ITEMS`` of them."""
+    total, stack, walked = 0, [data], 0
+    while stack and walked < MAX_WEIGHED_ITEMS:
+        item = stack.pop()
+        walked += 1
+        if isinstance(item, bytes | bytearray | memoryview):
+            total += memoryview(item).nbytes
+        elif isinstance(item, np.ndarray):
+            total += item.nbytes
+        elif isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return total
 
 
 async def _poll(client_gone: Callable[[], Awaitable[bool]]) -> None:
@@ -153,6 +208,7 @@ async def _poll(client_gone: Callable[[], Awaitable[bool]]) -> None:
 async def infer(request: Request, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
     """The orchestrator's answer to ``data`` through the app's queue, stopped if the client hangs up."""
     queue: InferenceQueue = request.app.state.queue
-    if request.scope.get("state", {}).pop(ADMITTED, False):
-        queue.reading -= 1  # its body is in: from here it counts in ``pending``
+    state = request.scope.get("state", {})
+    if ADMITTED in state:
+        queue.upload_done(state.pop(ADMITTED))  # its body is in: from here it counts in ``pending`` and ``held_bytes``
     return await queue.run(data, client_gone=request.is_disconnected, **callbacks)

@@ -76,10 +76,11 @@ class BodySizeLimit:
 
 
 class AdmissionGate:
-    """Check the queue's capacity before a body is read: an upload the queue could not take is
+    """Check the queue's capacity before a body is read: an upload the queue could not take, by
+    count (``MAX_QUEUE``) or by the bytes its ``Content-Length`` declares (``MAX_QUEUED_MB``), is
     503 (with ``Retry-After``) at once, so concurrent uploads cannot hold more memory than the
-    queue admits. Admitted uploads count as ``InferenceQueue.reading`` until they reach the
-    queue (``inference.infer``) or fail before it."""
+    queue admits. Admitted uploads count in ``InferenceQueue.reading`` and ``reading_bytes``
+    until they reach the queue (``inference.infer``) or fail before it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -89,22 +90,32 @@ class AdmissionGate:
         if scope["type"] != "http" or scope["method"] != "POST" or queue is None:
             await self.app(scope, receive, send)
             return
-        refusal = queue.refusal()
+        reserved = _declared_length(scope) or queue.max_upload_bytes
+        refusal = queue.refusal() or queue.too_heavy(reserved)
         if refusal is not None:
             await error_response(scope["path"], refusal.status, refusal.message, {**refusal.headers, "Connection": "close"})(
                 scope, receive, send
             )
             return
-        queue.reading += 1
-        scope.setdefault("state", {})[ADMITTED] = True
+        queue.admit_upload(reserved)
+        scope.setdefault("state", {})[ADMITTED] = reserved
         try:
             await self.app(scope, receive, send)
         finally:
-            if scope["state"].pop(ADMITTED, False):
-                queue.reading -= 1
+            if ADMITTED in scope["state"]:
+                queue.upload_done(scope["state"].pop(ADMITTED))
 
 
-ADMITTED = "admitted_upload"  # scope state: counted in InferenceQueue.reading
+ADMITTED = "admitted_upload"  # scope state: the bytes reserved for it in InferenceQueue.reading_bytes
+
+
+def _declared_length(scope: Scope) -> int | None:
+    """The body's ``Content-Length`` (the body limit refuses one that sends more), or None when
+    it has none (chunked): the upload limit is then reserved for it."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length" and value.isdigit():
+            return int(value)
+    return None
 
 
 class BodyReadTimeout:

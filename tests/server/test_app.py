@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import wave
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -259,6 +261,41 @@ def test_full_queue_answers_503_with_retry_after(handler, speech_wav):
     assert [answer.status_code for answer in answers] == [200, 200]
     assert answers[0].json() == answers[1].json(), "every answer is the answer to its own request"
     assert after.status_code == 200 and queue["in_progress_or_waiting"] == 0
+
+
+def with_silence(wav: bytes, seconds: float) -> bytes:
+    """``wav`` with ``seconds`` of silence after it, in its own format."""
+    with wave.open(io.BytesIO(wav)) as source:
+        params, frames = source.getparams(), source.readframes(source.getnframes())
+    out = io.BytesIO()
+    with wave.open(out, "wb") as target:
+        target.setparams(params)
+        target.writeframes(frames + bytes(int(seconds * params.framerate) * params.sampwidth * params.nchannels))
+    return out.getvalue()
+
+
+def test_the_queue_admits_by_the_audio_it_holds_not_only_by_count(handler, speech_wav):
+    """MAX_QUEUED_MB bounds what admitted requests hold: with one running, a request that would take
+    the total past it is refused (503 naming the setting) though MAX_QUEUE has room; smaller ones
+    still queue, and with nothing admitted a request over it is taken, so any allowed upload runs."""
+    held = HeldUntilStopped(handler)
+    app = create_app(lambda: held, ServerSettings(max_queue=8, max_queued_mb=1))
+    small = {"inputs": b64(speech_wav), "parameters": {"language": "en", "diarize": False, "assisted": False}}
+    heavy = {"inputs": b64(with_silence(speech_wav, seconds=14)), "parameters": small["parameters"]}  # 0.54 MB, 0.72 in base64
+    with serving(app) as base_url, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(httpx.post, base_url + "/", json=heavy, timeout=60)  # nothing admitted: taken
+        wait_for(lambda: queued(base_url) == 1, "the heavy request running")
+        ready = httpx.get(base_url + "/ready").json()["queue"]
+        refused = httpx.post(base_url + "/", json=heavy, timeout=60)
+        second = pool.submit(httpx.post, base_url + "/", json=small, timeout=60)
+        wait_for(lambda: queued(base_url) == 2, "the small request queued")
+        held.holding = False
+        answers = [first.result(), second.result()]
+        after = httpx.get(base_url + "/ready").json()["queue"]
+    assert 0.5 < ready["held_mb"] < 1 and ready["max_queued_mb"] == 1
+    assert refused.status_code == 503 and "MAX_QUEUED_MB=1" in refused.json()["error"] and int(refused.headers["Retry-After"]) >= 1
+    assert [answer.status_code for answer in answers] == [200, 200]
+    assert after["held_mb"] == 0 and after["in_progress_or_waiting"] == 0
 
 
 class Sleeper:

@@ -368,9 +368,14 @@ def test_warnings_name_ten_unknown_parameters_and_count_the_rest(hardened, speec
     assert len(result["warnings"]) == 11 and result["warnings"][-1] == "299990 more unknown parameters were ignored"
 
 
-def test_a_full_queue_refuses_an_upload_before_reading_its_body(tiny_models):
-    """With the queue full, a 900-kB upload is 503 at once: its body is never read, so 200
-    concurrent uploads can no longer hold 200 bodies in memory only to be refused."""
+@pytest.mark.parametrize(("limits", "named"), [
+    ({"max_queue": 0}, "MAX_QUEUE=0"),
+    ({"max_queue": 8, "max_queued_mb": 0.5}, "MAX_QUEUED_MB=0.5"),
+], ids=["by count", "by declared size"])
+def test_a_full_queue_refuses_an_upload_before_reading_its_body(tiny_models, limits, named):
+    """With the queue full, by count or by the bytes admitted work holds, a 900-kB upload is 503 at
+    once: its body is never read, so 200 concurrent uploads can no longer hold 200 bodies in memory
+    only to be refused (17 uploads of 95 MB held +2.4 GB when only the queued ones were weighed)."""
     import threading
 
     release = threading.Event()
@@ -384,7 +389,7 @@ def test_a_full_queue_refuses_an_upload_before_reading_its_body(tiny_models):
             return {"text": "", "chunks": [], "speakers": [], "language": "en", "duration": 0.0, "decoding": "none",
                     "warnings": []}
 
-    with serving(create_app(lambda: Busy(), ServerSettings(max_queue=0))) as base_url:
+    with serving(create_app(lambda: Busy(), ServerSettings(**limits))) as base_url:
         host, port = base_url.removeprefix("http://").split(":")
         with ThreadPoolExecutor(1) as pool:
             running = pool.submit(httpx.post, base_url + "/", content=b"RIFF", headers={"Content-Type": "audio/wav"}, timeout=30)
@@ -399,7 +404,7 @@ def test_a_full_queue_refuses_an_upload_before_reading_its_body(tiny_models):
                 waited = time.monotonic() - started
             release.set()
             assert running.result().status_code == 200
-    assert answer.startswith("HTTP/1.1 503") and "retry-after" in answer.lower() and waited < 2.0
+    assert answer.startswith("HTTP/1.1 503") and "retry-after" in answer.lower() and named in answer and waited < 2.0
 
 
 def test_probes_answer_head_and_options_and_slashes_are_not_redirected(hardened_url):

@@ -45,7 +45,10 @@ async def ready(request: Request) -> dict[str, Any]:
         # ran, not the float32 its weights were loaded in; "precision" is kept for older clients.
         "dtype": getattr(recognizer, "precision", None) or str(getattr(recognizer, "dtype", "unknown")).removeprefix("torch."),
         "precision": getattr(recognizer, "precision", "unknown"),
-        "queue": {"in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue},
+        "queue": {
+            "in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue,
+            "held_mb": round(queue.held_bytes / 2**20, 1), "max_queued_mb": queue.max_held_bytes / 2**20,
+        },
         "auth": request.app.state.settings.api_key is not None,
     }
 
