@@ -13,7 +13,7 @@ Variants measured and not shipped (docs/quality.md), kept here so their rows can
 output (the expected number of voices per frame) instead of the argmax; ``--assignments constrained``
 gives a chunk's speakers to different clusters. Prints, per setting, the DER over
 all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
-meetings and over the synthetic conversations, and on how many files the speaker count was
+meetings, the synthetic conversations and the quick ones (``bench/quick_conversations.py``), and on how many files the speaker count was
 right; the best settings go into ``speaker_transcripts/models/pyannote_pipeline.py``.
 """
 
@@ -47,7 +47,7 @@ GRID = {  # clustering parameters swept
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--manifest", type=Path, required=True)
+    parser.add_argument("--manifest", type=Path, nargs="+", required=True, help="one or more (bench/quick_conversations.py writes one)")
     parser.add_argument("--model", default="pyannote-campplus", help="embedded name or pipeline folder")
     parser.add_argument("--steps", type=float, nargs="+", default=[0.1], help="segmentation steps (fraction of 10 s)")
     parser.add_argument("--strides", type=int, nargs="+", default=[1], help="embedding strides (chunks; chunk_embeddings.py)")
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
     from speaker_transcripts.pipeline.diarization import Turn, turns_from_output
 
-    entries = [entry for entry in load_manifest(arguments.manifest) if entry.turns and entry.audio.suffix == ".wav"]
+    entries = [entry for manifest in arguments.manifest for entry in load_manifest(manifest) if entry.turns and entry.audio.suffix == ".wav"]
     entries = [entry for entry in entries if not entry.name.startswith("short_")]
     loaded = Pipeline.from_pretrained(models.local_path(arguments.model))
     pipeline = _CountVariants(
@@ -117,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
             clustering = dict(zip(grid, values, strict=True))
             pipeline.instantiate({"segmentation": PIPELINE_PARAMS["segmentation"], "clustering": clustering})
             per_file = {}
-            totals = {"meetings": DiarizationTotals(), "synthetic": DiarizationTotals()}
+            totals = {group: DiarizationTotals() for group in dict.fromkeys(map(_group, entries))}
             for entry, file in zip(entries, files, strict=True):
                 started = time.perf_counter()
                 turns = turns_from_output(pipeline(file), exclusive=False)
                 seconds += time.perf_counter() - started
-                total = totals["synthetic" if entry.name.startswith("conv") else "meetings"]
+                total = totals[_group(entry)]
                 per_file[entry.name] = {
                     **total.add(entry.turns, turns, SCORED_SECONDS),
                     "speakers": speakers(turns),
@@ -130,17 +130,20 @@ def main(argv: list[str] | None = None) -> int:
                 }
             row = {
                 "step": step, "stride": stride, "speech_bias": speech_bias, "overlap_bias": overlap_bias, "count": count, "assignment": assignment, **clustering,
-                "meetings_der": totals["meetings"].summary()["der"],
-                "synthetic_der": totals["synthetic"].summary()["der"],
+                **{f"{group}_der": total.summary()["der"] for group, total in totals.items()},
+                **{f"{group}_count_right": sum(
+                    per_file[entry.name]["speakers"] == per_file[entry.name]["reference_speakers"] for entry in entries if _group(entry) == group
+                ) for group in totals},
                 "right_count": sum(s["speakers"] == s["reference_speakers"] for s in per_file.values()),
                 "files": per_file,
             }
             rows.append(row)
-            print(f"step {step:.2f} stride {stride} speech bias {speech_bias:g} overlap bias {overlap_bias:g} {count} count {assignment} {clustering}: meetings DER {row['meetings_der']:.3f}"
-                  f"  synthetic DER {row['synthetic_der']:.3f}  count right {row['right_count']}/{len(per_file)}", flush=True)
+            scores = "  ".join(f"{group} DER {row[f'{group}_der']:.3f} count {row[f'{group}_count_right']}" for group in totals)
+            print(f"step {step:.2f} stride {stride} speech bias {speech_bias:g} overlap bias {overlap_bias:g} {count} count {assignment} {clustering}: "
+                  f"{scores}  count right {row['right_count']}/{len(per_file)}", flush=True)
         print(f"step {step} stride {stride} speech bias {speech_bias:g} overlap bias {overlap_bias:g}: first setting (segmentation + embeddings) and sweep "
               f"took {seconds:.0f} s", flush=True)
-    best = min(rows, key=lambda row: row["meetings_der"] + row["synthetic_der"])
+    best = min(rows, key=lambda row: sum(row[f"{group}_der"] for group in dict.fromkeys(map(_group, entries))))
     print("best:", json.dumps({key: value for key, value in best.items() if key != "files"}))
     for name, score in best["files"].items():
         print(f"  {name:28s} DER {score['der']:.3f} (missed {score['missed_detection']:.3f}, false alarm "
@@ -148,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.out:
         arguments.out.write_text(json.dumps(rows, indent=1))
     return 0
+
+
+def _group(entry: Any) -> str:
+    """Scored apart: real meetings, the synthetic dev conversations, bench/quick_conversations.py's."""
+    return {"synthetic_conversation": "synthetic", "quick_conversation": "quick"}.get(entry.kind, "meetings")
 
 
 class _HardAndExpected(torch.nn.Module):

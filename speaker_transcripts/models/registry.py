@@ -44,8 +44,9 @@ MANIFEST = "embedded-model.json"  # written last: a folder without it is an unfi
 # older assembly are then pulled again instead of being used as they are.
 # 3: modules moved into the speaker_transcripts package (config.yaml and checkpoints name them);
 # 4: the diarization config fills gaps under 0.3 s (min_duration_off);
-# 5: it embeds one chunk in 3 (embedding_stride).
-ASSEMBLY_VERSION = 5
+# 5: it embeds one chunk in 3 (embedding_stride);
+# 6: clusters of under 3 embeddings are not speakers of their own (min_cluster_size, bench/speaker_count.py).
+ASSEMBLY_VERSION = 6
 HUB_PROBE_TIMEOUT_S = 5.0
 
 

@@ -45,7 +45,6 @@ from speaker_transcripts.pipeline.diarization import (
     Diarization,
     DiarizationPipeline,
     SpeakerSegment,
-    Turn,
     assign_speakers,
     diarize,
     group_by_speaker,
@@ -55,6 +54,7 @@ from speaker_transcripts.pipeline.diarization import (
     word_speakers,
 )
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
+from speaker_transcripts.pipeline.speaker_count import count_doubts
 from speaker_transcripts.pipeline.speaker_naming import (
     MAX_REFERENCE_S,
     MIN_REFERENCE_SPEECH_S,
@@ -172,7 +172,7 @@ class Transcriber:
         if config.task == "diarize":
             on_stage("diarizing")  # who spoke when, and nothing else: no speech recognition runs
             found, matches = self._diarize_and_name(audio.samples, config, clips, should_stop)
-            warnings = warnings + _speaker_count_warnings(config, found.turns) + unmatched_warnings(matches)
+            warnings = warnings + _speaker_count_warnings(config, found) + unmatched_warnings(matches)
             return _response("", [], [], None, duration, warnings, "none") | self._diarization_answer(found, matches, config)
         auto = config.assisted == "auto"
         config = self._decoding_for(config, duration)
@@ -220,8 +220,7 @@ class Transcriber:
         if diarization is not None and not diarization.done():
             on_stage("diarizing")  # speech recognition is done; the speaker turns are not yet
         found, matches = diarization.result() if diarization is not None else (None, [])
-        turns = found.turns if found is not None else None
-        warnings = warnings + _speaker_count_warnings(config, turns) + unmatched_warnings(matches)
+        warnings = warnings + _speaker_count_warnings(config, found) + unmatched_warnings(matches)
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
         chunks, speakers, warnings = self._attribute(transcript.chunks, found, config, asr_config, warnings)
@@ -359,15 +358,18 @@ def enrolment_speech(speaker: KnownSpeaker, speech_gate: SpeechGate, should_stop
     return speech
 
 
-def _speaker_count_warnings(config: InferenceConfig, turns: list[Turn] | None) -> list[str]:
+def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None) -> list[str]:
     """pyannote finds fewer speakers than asked for with a UserWarning in the server's log; the
-    client who asked should hear it too."""
-    wanted = config.num_speakers or config.min_speakers
-    found = len({turn.speaker for turn in turns}) if turns is not None else None
-    if not wanted or found is None or found >= wanted:
+    client who asked should hear it too. A count diarization chose itself is questioned where it
+    is often wrong (``speaker_count.count_doubts``)."""
+    if found is None:
         return []
-    asked = f"exactly {wanted}" if config.num_speakers else f"at least {wanted}"
-    return [f"asked for {asked} speakers, but diarization found {found} in this audio"]
+    wanted = config.num_speakers or config.min_speakers
+    count = len({turn.speaker for turn in found.turns})
+    if wanted and count < wanted:
+        asked = f"exactly {wanted}" if config.num_speakers else f"at least {wanted}"
+        return [f"asked for {asked} speakers, but diarization found {count} in this audio"]
+    return [] if config.num_speakers else count_doubts(found.turns, found.embeddings)
 
 
 def _return_freed_memory() -> None:

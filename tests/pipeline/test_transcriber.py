@@ -504,6 +504,23 @@ def test_fewer_speakers_than_asked_for_is_said_in_the_response(handler, speech_w
     assert not any("asked for" in warning for warning in enough["warnings"])
 
 
+def test_one_voice_found_in_a_short_recording_is_questioned_unless_the_count_was_given(handler, speech_wav, monkeypatch):
+    """Quick two-person exchanges came out as one speaker with no word said; now the answer says
+    the count may be short, and says nothing when the client gave num_speakers."""
+    from pyannote.core import Annotation, Segment
+
+    def one_speaker(audio, **hints):
+        annotation = Annotation()
+        annotation[Segment(0.0, 2.8)] = "ALICE"
+        return annotation
+
+    monkeypatch.setattr(handler, "diarization_pipeline", one_speaker)
+    guessed = handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})
+    assert any("to one voice" in warning and "num_speakers" in warning for warning in guessed["warnings"])
+    given = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", "num_speakers": 1}})
+    assert not any("voice" in warning for warning in given["warnings"])
+
+
 def test_the_stages_a_person_waits_on_are_announced_in_order(seamed, speech_wav):
     import threading
     import time as clock
