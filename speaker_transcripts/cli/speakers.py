@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     from speaker_transcripts.config import KnownSpeaker, ModelSettings
     from speaker_transcripts.models import registry
+    from speaker_transcripts.pipeline.bandwidth import telephone_band
     from speaker_transcripts.pipeline.diarization import load_diarization_pipeline, speaker_embedder
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
     from speaker_transcripts.pipeline.transcriber import enrolment_speech
@@ -89,6 +90,7 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     embed = speaker_embedder(load_diarization_pipeline(settings, "cpu"))
     if embed is None:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
-    voice = library.add(speakers[0].name, [embed(clip) for clip in speech], configured.diarization_model)
+    voice = library.add(speakers[0].name, [embed(clip) for clip in speech], configured.diarization_model,
+                        telephone=[embed(telephone_band(clip)) for clip in speech])
     print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)
     return 0

@@ -39,6 +39,7 @@ from speaker_transcripts.config import (
 )
 from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, RequestAbandoned
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE, DecodedAudio, decode_inputs
+from speaker_transcripts.pipeline.bandwidth import is_narrowband, telephone_band
 from speaker_transcripts.pipeline.decoding_policy import DecodingPolicy
 from speaker_transcripts.pipeline.diarization import (
     UNKNOWN_SPEAKER,
@@ -60,10 +61,12 @@ from speaker_transcripts.pipeline.speaker_naming import (
     MIN_REFERENCE_SPEECH_S,
     NameMatch,
     match_names,
+    naming_threshold,
     speech_of,
     unmatched_warnings,
 )
 from speaker_transcripts.pipeline.transcript import Chunk, group_words
+from speaker_transcripts.pipeline.voice_library import Voice, VoiceLibrary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,13 +103,11 @@ class Transcriber:
             logger.info("%s: diarization on %s, loaded in %.1f s", self.configured.diarization_model,
                         self.recognizer.device, time.perf_counter() - started)
         # People enrolled once (KNOWN_SPEAKERS_DIR), named in every diarized request beside the request's own clips.
-        self.library: dict[str, np.ndarray] = {}
+        self.voices: dict[str, Voice] = {}
         if self.settings.known_speakers_dir is not None and self.diarization_pipeline is not None:
-            from speaker_transcripts.pipeline.voice_library import VoiceLibrary
-
             dimension = getattr(getattr(self.diarization_pipeline, "_embedding", None), "dimension", None)
-            self.library = VoiceLibrary(self.settings.known_speakers_dir).for_model(self.configured.diarization_model, dimension)
-            logger.info("voice library %s: %d voices", self.settings.known_speakers_dir, len(self.library))
+            self.voices = VoiceLibrary(self.settings.known_speakers_dir).for_model(self.configured.diarization_model, dimension)
+            logger.info("voice library %s: %d voices", self.settings.known_speakers_dir, len(self.voices))
         # Silero finds the speech for long-form decoding; SPEECH_GATE decides whether audio
         # where it finds none is answered "no speech" (default) or decoded whole anyway.
         self.speech_gate = SpeechGate()
@@ -281,12 +282,28 @@ class Transcriber:
         the clips are embedded here, after diarization, because the pipeline's models serve one call at a time."""
         found = diarize(self.diarization_pipeline, samples, SAMPLING_RATE, config.speaker_hints, should_stop)
         embed = speaker_embedder(self.diarization_pipeline)
-        if not (clips or self.library) or embed is None:
+        if not (clips or self.voices) or embed is None:
             return found, []
-        references = {**self.library, **{name: embed(clip) for name, clip in clips.items()}}  # a request's clip wins over the library's
-        matches = match_names(found.embeddings, references)
+        # A telephone recording is compared with the clips heard through its band (pipeline/bandwidth.py).
+        telephone = is_narrowband(samples)
+        own = {name: embed(telephone_band(clip) if telephone else clip) for name, clip in clips.items()}
+        references = {**self.library_for(telephone), **own}  # a request's clip wins over the library's
+        matches = match_names(found.embeddings, references, naming_threshold(telephone))
         renamed = found.renamed({match.speaker: match.name for match in matches if match.speaker is not None})
         return renamed, [match for match in matches if match.name in clips]  # the library's voices are not the request's to hear about
+
+    @property
+    def library(self) -> dict[str, np.ndarray]:
+        """The enrolled voices (``KNOWN_SPEAKERS_DIR``) as enrolled, by name."""
+        return self.library_for(telephone_band=False)
+
+    def library_for(self, telephone_band: bool) -> dict[str, np.ndarray]:
+        """The enrolled voices by name, for a telephone-band recording or a wideband one; a voice
+        enrolled before telephone-band embeddings were kept is compared as it was enrolled."""
+        return {
+            name: voice.telephone if telephone_band and voice.telephone is not None else voice.embedding
+            for name, voice in self.voices.items()
+        }
 
     @staticmethod
     def _attribute(

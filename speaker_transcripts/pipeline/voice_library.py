@@ -35,6 +35,7 @@ class Voice:
     model: str
     embedding: np.ndarray
     clips: int
+    telephone: np.ndarray | None = None  # the clips embedded through a telephone band (pipeline/bandwidth.py)
 
     @property
     def dimension(self) -> int:
@@ -51,17 +52,23 @@ class VoiceLibrary:
         """A person's file: named by a digest of the name (any name is a safe file name that way)."""
         return self.folder / f"{hashlib.sha256(name.casefold().encode()).hexdigest()[:20]}.json"
 
-    def add(self, name: str, embeddings: Sequence[np.ndarray], model: str) -> Voice:
-        """Keep ``name``'s voice: the mean direction of ``embeddings`` (one per clip); it replaces any
-        voice of that name. Written to a temporary file and renamed, so a reader never sees half of it."""
-        units = [np.asarray(vector, dtype=np.float64) / np.linalg.norm(vector) for vector in embeddings]
-        mean = np.mean(units, axis=0)
-        voice = Voice(name=name, model=model, embedding=(mean / np.linalg.norm(mean)).astype(np.float32), clips=len(units))
+    def add(
+        self, name: str, embeddings: Sequence[np.ndarray], model: str, telephone: Sequence[np.ndarray] | None = None
+    ) -> Voice:
+        """Keep ``name``'s voice: the mean direction of ``embeddings`` (one per clip), and of
+        ``telephone`` (the same clips through a telephone band) for telephone recordings; it
+        replaces any voice of that name. Written to a temporary file and renamed, so a reader
+        never sees half of it."""
+        voice = Voice(name=name, model=model, embedding=_mean_direction(embeddings), clips=len(embeddings),
+                      telephone=_mean_direction(telephone) if telephone else None)
         self.folder.mkdir(parents=True, exist_ok=True)
         target = self._file(name)
         temporary = target.with_suffix(".partial")
-        temporary.write_text(json.dumps({"version": FORMAT_VERSION, "name": name, "model": model, "dimension": voice.dimension,
-                                         "clips": voice.clips, "embedding": [round(float(v), 7) for v in voice.embedding]}))
+        data = {"version": FORMAT_VERSION, "name": name, "model": model, "dimension": voice.dimension, "clips": voice.clips,
+                "embedding": [round(float(v), 7) for v in voice.embedding]}
+        if voice.telephone is not None:
+            data["telephone_embedding"] = [round(float(v), 7) for v in voice.telephone]
+        temporary.write_text(json.dumps(data))
         os.replace(temporary, target)
         return voice
 
@@ -81,15 +88,15 @@ class VoiceLibrary:
                 data = json.loads(path.read_text())
                 if data.get("version") != FORMAT_VERSION:
                     raise ValueError(f"format {data.get('version')!r}")
-                embedding = np.asarray(data["embedding"], dtype=np.float32)
-                if embedding.ndim != 1 or len(embedding) != data["dimension"] or not np.isfinite(embedding).all():
-                    raise ValueError("its embedding does not match its dimension")
-                found.append(Voice(name=str(data["name"]), model=str(data["model"]), embedding=embedding, clips=int(data["clips"])))
+                embedding = _vector(data["embedding"], data["dimension"])
+                telephone = _vector(data["telephone_embedding"], data["dimension"]) if "telephone_embedding" in data else None
+                found.append(Voice(name=str(data["name"]), model=str(data["model"]), embedding=embedding, clips=int(data["clips"]),
+                                   telephone=telephone))
             except (OSError, ValueError, KeyError, TypeError) as error:
                 logger.warning("voice library %s: %s is not a voice (%s); left out", self.folder, path.name, error)
         return sorted(found, key=lambda voice: voice.name.casefold())
 
-    def for_model(self, model: str, dimension: int | None = None) -> dict[str, np.ndarray]:
+    def for_model(self, model: str, dimension: int | None = None) -> dict[str, Voice]:
         """The voices made with ``model`` (and ``dimension``), by name; the others are left out, with a warning."""
         usable = {}
         for voice in self.voices():
@@ -97,5 +104,18 @@ class VoiceLibrary:
                 logger.warning("voice library: %r was enrolled with %s (%d values), not %s; enrol it again to name it",
                                voice.name, voice.model, voice.dimension, model)
                 continue
-            usable[voice.name] = voice.embedding
+            usable[voice.name] = voice
         return usable
+
+
+def _mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray:
+    units = [np.asarray(vector, dtype=np.float64) / np.linalg.norm(vector) for vector in vectors]
+    mean = np.mean(units, axis=0)
+    return (mean / np.linalg.norm(mean)).astype(np.float32)
+
+
+def _vector(values: object, dimension: int) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    if vector.ndim != 1 or len(vector) != dimension or not np.isfinite(vector).all():
+        raise ValueError("its embedding does not match its dimension")
+    return vector

@@ -16,6 +16,15 @@ def test_a_voice_is_the_mean_direction_of_its_clips_and_survives_a_reread(tmp_pa
     assert np.allclose(read.embedding, voice.embedding, atol=1e-6)
 
 
+def test_a_voice_keeps_its_telephone_band_embedding_and_older_files_read_without_one(tmp_path):
+    library = VoiceLibrary(tmp_path)
+    library.add("Ann", [np.array([1.0, 0.0])], "m", telephone=[np.array([0.0, 2.0])])
+    library.add("Ben", [np.array([1.0, 0.0])], "m")  # enrolled before telephone embeddings were kept
+    ann, ben = library.voices()
+    assert np.allclose(ann.telephone, [0.0, 1.0]) and ben.telephone is None
+    assert set(library.for_model("m")) == {"Ann", "Ben"}
+
+
 def test_adding_a_name_again_replaces_it_and_remove_forgets_it(tmp_path):
     library = VoiceLibrary(tmp_path)
     library.add("Ann", [np.array([1.0, 0.0])], "m")
