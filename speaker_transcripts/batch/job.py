@@ -1,11 +1,13 @@
-"""The batch job on Ray Data: ``read_binary_files`` -> ``map_batches`` over a pool of actors that
-each load the models once -> rows streamed back to the driver, which records each as it arrives.
+"""The batch job on Ray Data: ``from_items`` of the file names (in at most ``MAX_BLOCKS`` blocks) ->
+``map_batches`` over a pool of actors that each load the models once and read their files one at a
+time -> rows streamed back to the driver, which records each as it arrives.
 
 With no ``address`` a local Ray instance sized to the machine is started (and stopped at the
 end); ``address="auto"`` or ``"ray://host:10001"`` joins an existing cluster, where every node
-needs this package installed and the inputs readable (a shared folder or a bucket). Files are
-read one per block, so memory is bounded by the actors and Ray Data's backpressure, not by the
-corpus. A file the orchestrator refuses (undecodable, too long, ...) is a row with its error; a
+needs this package installed and the inputs readable (a shared folder or a bucket). Only names
+travel through Ray and each actor holds one file at a time, so memory and the number of tasks are
+bounded by the actors and ``MAX_BLOCKS``, not by the corpus (10,000 files: the first row after
+35 s, 12 processes, ``bench/batch_scaling.py``). A file the orchestrator refuses (undecodable, too long, ...) is a row with its error; a
 file the job never reached is a row saying so: no input is silently dropped.
 """
 
