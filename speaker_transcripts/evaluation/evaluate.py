@@ -50,6 +50,7 @@ class Evaluation:
         from transformers import pipeline
 
         from speaker_transcripts.config import ModelSettings
+        from speaker_transcripts.pipeline.asr import quiet_loading
         from speaker_transcripts.pipeline.transcriber import Transcriber
 
         os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
@@ -66,9 +67,10 @@ class Evaluation:
         self.default_language = arguments.language
         self.long_form = arguments.long_form
         recognizer = self.handler.recognizer
-        self.bare = pipeline(
-            "automatic-speech-recognition", model=self.handler.settings.asr_model, device=recognizer.device, dtype=recognizer.dtype
-        )
+        with quiet_loading():  # the handler's models load without transformers' bars; the bare pipeline's too
+            self.bare = pipeline(
+                "automatic-speech-recognition", model=self.handler.settings.asr_model, device=recognizer.device, dtype=recognizer.dtype
+            )
         self.multilingual = recognizer.capabilities.multilingual
         tokenizer = recognizer.processor.tokenizer
         self.normalise = english_normaliser(getattr(tokenizer, "english_spelling_normalizer", None))
