@@ -23,7 +23,6 @@ threshold the product uses there, people named right, named wrong, and impostors
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from pathlib import Path
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for channel in arguments.channels:
         codec = CHANNELS[channel]
         for case in cases:
-            heard = case["samples"] if codec is None else through_codec(case["samples"], *codec)
+            heard = case["samples"] if codec is None else heard_through(case["samples"], *codec)
             found = diarize(pipeline, heard, SAMPLING_RATE, {})
             narrow = is_narrowband(heard)
             present = {turn.speaker for turn in case["turns"]}
@@ -149,27 +148,13 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-def through_codec(samples: np.ndarray, codec: str, container: str, rate: int, bit_rate: int | None) -> np.ndarray:
-    """``samples`` (16 kHz float32) encoded by FFmpeg's ``codec`` at ``rate`` and decoded back by the
-    product's own decoder (which resamples to 16 kHz), as a call recording reaches it."""
-    import av
-
+def heard_through(samples: np.ndarray, codec: str, container: str, rate: int, bit_rate: int | None) -> np.ndarray:
+    """``samples`` through the codec (``tests/audio_files.py``) and back through the product's own decoder
+    (which resamples to 16 kHz), as a call recording reaches it."""
     from speaker_transcripts.pipeline.audio import decode_file
+    from tests.audio_files import through_codec
 
-    out = io.BytesIO()
-    with av.open(out, "w", format=container) as target:
-        stream = target.add_stream(codec, rate=rate, layout="mono")
-        if bit_rate:
-            stream.bit_rate = bit_rate
-        resampler = av.AudioResampler(format=stream.format.name, layout="mono", rate=rate)
-        frame = av.AudioFrame.from_ndarray((np.clip(samples, -1, 1) * 32767).astype(np.int16)[None], format="s16", layout="mono")
-        frame.sample_rate = 16000
-        for converted in [*resampler.resample(frame), *resampler.resample(None)]:
-            for packet in stream.encode(converted):
-                target.mux(packet)
-        for packet in stream.encode(None):
-            target.mux(packet)
-    return decode_file(out.getvalue()).samples
+    return decode_file(through_codec(samples, codec, container, rate, bit_rate)).samples
 
 
 if __name__ == "__main__":

@@ -15,12 +15,10 @@ once they were gone. Run it with ``--max-queued-mb 100000`` for the count-only q
 from __future__ import annotations
 
 import argparse
-import io
 import socket
 import sys
 import threading
 import time
-import wave
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe import KEY, Server
+
+from tests.audio_files import pcm_wav
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,14 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 def noise_wav(samples: int) -> bytes:
     """``samples`` of quiet white noise as a 16-bit 16-kHz WAV: the speech gate keeps none of it
     out of the decoder's reach the way silence would, and it compresses nowhere."""
-    noise = (np.random.default_rng(0).normal(0.0, 300.0, samples)).astype("<i2")
-    out = io.BytesIO()
-    with wave.open(out, "wb") as target:
-        target.setnchannels(1)
-        target.setsampwidth(2)
-        target.setframerate(16000)
-        target.writeframes(noise.tobytes())
-    return out.getvalue()
+    return pcm_wav(np.random.default_rng(0).normal(0.0, 300 / 32767, samples))
 
 
 if __name__ == "__main__":

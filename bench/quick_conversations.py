@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import wave
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{manifest} not found: this benchmark builds on the shared dev audio (../shared/dev-audio)")
 
     from speaker_transcripts.evaluation.scoring import load_manifest
+    from tests.audio_files import pcm_wav
 
     entries = [entry for entry in load_manifest(manifest) if entry.turns and entry.audio.suffix == ".wav"]
     entries = [entry for entry in entries if not entry.name.startswith("short_")]
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             samples, turns = conversation(chosen, stretches, seconds, random, audio_cache)
             if noisy:
                 samples = samples + scaled_noise(noise, samples, random)
-            write_wav(arguments.out / f"{name}.wav", samples)
+            (arguments.out / f"{name}.wav").write_bytes(pcm_wav(samples))
             (arguments.out / f"{name}.rttm").write_text("".join(
                 f"SPEAKER {name} 1 {start:.3f} {end - start:.3f} <NA> <NA> {voice} <NA> <NA>\n" for voice, start, end in turns
             ))
@@ -159,14 +159,6 @@ def source_audio(path: Path, cache: dict[Path, np.ndarray]) -> np.ndarray:
     if path not in cache:
         cache[path] = decode_file(path.read_bytes(), 3600).samples
     return cache[path]
-
-
-def write_wav(path: Path, samples: np.ndarray) -> None:
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SAMPLING_RATE)
-        out.writeframes((np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes())
 
 
 def leveled(piece: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Audio files for tests and the probe: WAV written without the decoder under test (PCM16 through
 the standard library, IEEE float by hand: the only common format that can carry NaN), a WAV
-whose header gives no length, and still images beside a second of audio (through PyAV's encoders)."""
+whose header gives no length, still images beside a second of audio, and audio through a codec
+(the last two through PyAV's encoders)."""
 
 from __future__ import annotations
 
@@ -56,5 +57,26 @@ def stills_beside_audio(size: int, count: int, samples: np.ndarray) -> bytes:
         audio = av.AudioFrame.from_ndarray((np.clip(samples, -1, 1)[None, :] * 30000).astype(np.int16), format="s16", layout="mono")
         audio.sample_rate = 16000
         for packet in [*sound.encode(audio), *sound.encode(None)]:
+            output.mux(packet)
+    return buffer.getvalue()
+
+
+def through_codec(samples: np.ndarray, codec: str, container: str, rate: int, bit_rate: int | None = None) -> bytes:
+    """16-kHz ``samples`` (floats in [-1, 1]) encoded by FFmpeg's ``codec`` at ``rate`` into ``container``,
+    as a call recording (G.711 ``pcm_mulaw``/``wav``, AMR-NB, low-rate Opus) reaches the service."""
+    import av
+
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format=container) as output:
+        stream = output.add_stream(codec, rate=rate, layout="mono")
+        if bit_rate:
+            stream.bit_rate = bit_rate
+        resampler = av.AudioResampler(format=stream.format.name, layout="mono", rate=rate)
+        frame = av.AudioFrame.from_ndarray((np.clip(samples, -1, 1) * 32767).astype(np.int16)[None], format="s16", layout="mono")
+        frame.sample_rate = 16000
+        for converted in [*resampler.resample(frame), *resampler.resample(None)]:
+            for packet in stream.encode(converted):
+                output.mux(packet)
+        for packet in stream.encode(None):
             output.mux(packet)
     return buffer.getvalue()

@@ -228,25 +228,10 @@ def test_known_speakers_name_both_readers_and_not_an_impostor(handler, conversat
 
 def telephone_copy(audio: bytes) -> bytes:
     """``audio`` as a landline recording reaches us: G.711 mu-law at 8 kHz in a WAV (FFmpeg's encoder)."""
-    import io
-
-    import av
-
     from speaker_transcripts.pipeline.audio import decode_file
+    from tests.audio_files import through_codec
 
-    samples = decode_file(audio).samples
-    out = io.BytesIO()
-    with av.open(out, "w", format="wav") as target:
-        stream = target.add_stream("pcm_mulaw", rate=8000, layout="mono")
-        resampler = av.AudioResampler(format="s16", layout="mono", rate=8000)
-        frame = av.AudioFrame.from_ndarray((samples * 32767).astype(np.int16)[None], format="s16", layout="mono")
-        frame.sample_rate = 16000
-        for converted in [*resampler.resample(frame), *resampler.resample(None)]:
-            for packet in stream.encode(converted):
-                target.mux(packet)
-        for packet in stream.encode(None):
-            target.mux(packet)
-    return out.getvalue()
+    return through_codec(decode_file(audio).samples, "pcm_mulaw", "wav", 8000)
 
 
 def test_readers_enrolled_from_wideband_clips_are_named_on_a_telephone_copy(handler, conversation):
