@@ -1,6 +1,7 @@
 """The batch job on Ray Data: ``from_items`` of the file names (in at most ``MAX_BLOCKS`` blocks) ->
 ``map_batches`` over a pool of actors that each load the models once and read their files one at a
-time -> rows streamed back to the driver, which records each as it arrives.
+time -> rows streamed back to the driver, which records each as it arrives; when diarizing, the
+speakers of all the rows are linked across files at the end (``batch/linking.py``, on the driver).
 
 With no ``address`` a local Ray instance sized to the machine is started (and stopped at the
 end); ``address="auto"`` or ``"ray://host:10001"`` joins an existing cluster, where every node
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from speaker_transcripts.batch.inputs import InputFile, expand_inputs
-from speaker_transcripts.batch.results import JOURNAL, PARQUET, ResultsLog
+from speaker_transcripts.batch.linking import file_voices
+from speaker_transcripts.batch.results import JOURNAL, PARQUET, SPEAKERS, ResultsLog
 from speaker_transcripts.config import ModelSettings
 from speaker_transcripts.errors import InvalidRequestError
 
@@ -48,6 +50,7 @@ class BatchOptions:
     cpus_per_worker: float | None = None  # None: this machine's cores shared out between the workers
     gpus_per_worker: float = 0.0
     output_format: str = "jsonl"  # or "parquet" (results.jsonl is kept as the record either way)
+    link_speakers: bool = True  # one label per person across the files (batch/linking.py), when diarizing
 
 
 @dataclass
@@ -61,15 +64,17 @@ class BatchSummary:
     audio_seconds: float = 0.0
     elapsed_s: float = 0.0
     rows: list[dict[str, Any]] = field(default_factory=list)
+    people: int | None = None  # corpus speakers linked across the files; None when not linked
 
     def paragraph(self, out: Path, parquet: bool = False) -> str:
         rate = self.audio_seconds / self.elapsed_s if self.elapsed_s > 0 else 0.0
         written = f"{out / JOURNAL}" + (f" and {out / PARQUET}" if parquet else "")
+        linked = "" if self.people is None else f"; {self.people} people across the files ({out / SPEAKERS})"
         return (
             f"{self.done + self.failed} of {self.total} files transcribed in {self.elapsed_s:.0f} s "
             f"({self.done} done, {self.failed} failed, {self.skipped} already done before this run); "
             f"{_amount(self.audio_seconds)} of audio, {rate:.1f} audio hours per hour (start-up included). "
-            f"Rows: {written}"
+            f"Rows: {written}{linked}"
         )
 
 
@@ -83,11 +88,13 @@ def _amount(seconds: float) -> str:
 class TranscribeFiles:
     """A Ray actor: the orchestrator loaded once, then one row per file of every batch it is handed."""
 
-    def __init__(self, settings: ModelSettings, parameters: dict[str, Any]) -> None:
+    def __init__(self, settings: ModelSettings, parameters: dict[str, Any], link_speakers: bool = False) -> None:
         from speaker_transcripts.pipeline.transcriber import Transcriber
 
         self.transcriber = Transcriber(settings)
-        self.parameters = parameters
+        # Linking needs each file's voices: asked for where the diarization embeds speakers and the request diarizes.
+        embeds = self.transcriber.capabilities.embeds_speakers and parameters.get("diarize") is not False
+        self.parameters = parameters | ({"return_speaker_embeddings": True} if link_speakers and embeds else {})
         configured = self.transcriber.configured
         self.models = {"asr": configured.asr_model, "assistant": configured.assistant_model,
                        "diarization": configured.diarization_model}
@@ -114,6 +121,7 @@ class TranscribeFiles:
             "segments": _segments(result),
             "decoding": result.get("decoding"),
             "warnings": result.get("warnings", []),
+            "speaker_embeddings": file_voices(result),
             "models": self.models,
             "seconds": round(time.perf_counter() - started, 3),
             "error": error,
@@ -162,7 +170,8 @@ def run_files(
                 if file.key not in reached:  # nothing is silently dropped
                     log.append(_unreached_row(file))
                     summary.failed += 1
-        summary.rows = log.finalise(files, parquet=options.output_format == "parquet")
+        summary.rows = log.finalise(files, parquet=options.output_format == "parquet", link=options.link_speakers)
+        summary.people = log.people
     finally:
         log.close()
     summary.elapsed_s = time.monotonic() - started
@@ -243,7 +252,7 @@ def _dataset(todo: list[InputFile], settings: ModelSettings, parameters: dict[st
     names = [{"path": file.path, "key": file.key} for file in todo]
     return ray.data.from_items(names, override_num_blocks=min(len(names), MAX_BLOCKS)).map_batches(
         TranscribeFiles,
-        fn_constructor_kwargs={"settings": settings, "parameters": parameters},
+        fn_constructor_kwargs={"settings": settings, "parameters": parameters, "link_speakers": options.link_speakers},
         batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=options.workers),
         num_cpus=cpus,
@@ -270,5 +279,5 @@ def read_input(path: str) -> bytes:
 
 def _unreached_row(file: InputFile) -> dict[str, Any]:
     return {"path": file.path, "size_bytes": file.size, "mtime_ns": file.mtime_ns, "duration": None, "language": None,
-            "text": None, "segments": [], "decoding": None, "warnings": [], "models": None, "seconds": None,
+            "text": None, "segments": [], "decoding": None, "warnings": [], "speaker_embeddings": None, "models": None, "seconds": None,
             "error": NEVER_REACHED}

@@ -9,11 +9,21 @@ written the same way when asked for. Rows (the schema of both formats):
 
 - ``path`` (string), ``size_bytes`` (int64), ``mtime_ns`` (int64): the input, as it was read;
 - ``duration`` (float64, seconds), ``language`` (string), ``text`` (string);
-- ``segments``: list of ``{speaker, start, end, text}`` (speaker null without diarization);
+- ``segments``: list of ``{speaker, start, end, text, corpus_speaker}`` (speaker null without
+  diarization; corpus_speaker: the person's label across the whole job, see below);
 - ``decoding`` (string): the path that ran, ``"none"`` when no speech was found;
-- ``warnings``: list of strings; ``models``: ``{asr, assistant, diarization}`` as configured;
+- ``warnings``: list of strings;
+- ``speaker_embeddings``: list of ``{speaker, speech_seconds, embedding}`` (the file's voices, kept
+  so that a resumed job links its speakers again; null when not linking);
+- ``models``: ``{asr, assistant, diarization}`` as configured;
 - ``seconds`` (float64): time the file took in its worker;
 - ``error`` (string or null): the message the handler gives for a file it cannot transcribe.
+
+When the job links speakers (the default when diarizing), the final rewrite also fills each
+segment's ``corpus_speaker`` (``batch/linking.py``: the same person, the same label in every file)
+and writes ``speakers.json``, one entry per person: ``speaker``, ``files``, ``speech_seconds``,
+``example`` (``{path, start, end}``: a segment to listen to) and ``paths``. Linking runs on all
+the rows at the end, so a resumed job gives the labels an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -29,15 +39,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from speaker_transcripts.batch.inputs import InputFile
+from speaker_transcripts.batch.linking import link_rows
 
 JOURNAL = "results.jsonl"
 PARQUET = "results.parquet"
+SPEAKERS = "speakers.json"
 SCHEMA = pa.schema([
     ("path", pa.string()), ("size_bytes", pa.int64()), ("mtime_ns", pa.int64()),
     ("duration", pa.float64()), ("language", pa.string()), ("text", pa.string()),
     ("segments", pa.list_(pa.struct([("speaker", pa.string()), ("start", pa.float64()), ("end", pa.float64()),
-                                      ("text", pa.string())]))),
+                                      ("text", pa.string()), ("corpus_speaker", pa.string())]))),
     ("decoding", pa.string()), ("warnings", pa.list_(pa.string())),
+    ("speaker_embeddings", pa.list_(pa.struct([("speaker", pa.string()), ("speech_seconds", pa.float64()),
+                                                ("embedding", pa.list_(pa.float32()))]))),
     ("models", pa.struct([("asr", pa.string()), ("assistant", pa.string()), ("diarization", pa.string())])),
     ("seconds", pa.float64()), ("error", pa.string()),
 ])
@@ -70,6 +84,7 @@ class ResultsLog:
             raise OutputInUse(f"another batch job is writing to {folder}; wait for it to end, or choose another --out") from None
         self.journal = folder / JOURNAL
         self.rows = self._read_intact()  # key -> latest row
+        self.people: int | None = None  # corpus speakers found by the last ``finalise``
 
     def close(self) -> None:
         """Let another job use the folder."""
@@ -86,14 +101,27 @@ class ResultsLog:
             os.fsync(journal.fileno())
         self.rows[row_key(row)] = row
 
-    def finalise(self, order: Iterable[InputFile], parquet: bool) -> list[dict[str, Any]]:
-        """One row per input (the latest), in input order, rewritten atomically; Parquet beside it if asked."""
+    def finalise(self, order: Iterable[InputFile], parquet: bool, link: bool = False) -> list[dict[str, Any]]:
+        """One row per input (the latest), in input order, rewritten atomically; Parquet beside it if
+        asked; with ``link``, the speakers linked across the rows first and ``speakers.json`` written
+        (``people`` says how many). A summary left by an earlier run that no longer holds is removed."""
         rows = [self.rows[file.key] for file in order if file.key in self.rows]
+        linkable = link and any(row.get("speaker_embeddings") for row in rows)
+        summary = link_rows(rows) if linkable else None
+        if summary is None:
+            for row in rows:
+                for segment in row.get("segments") or []:
+                    segment["corpus_speaker"] = None
+        self.people = None if summary is None else len(summary)
         _replace(self.journal, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode())
         if parquet:
             temporary = self.folder / f".{PARQUET}.partial"
             pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), temporary)
             os.replace(temporary, self.folder / PARQUET)
+        if summary is not None:
+            _replace(self.folder / SPEAKERS, (json.dumps(summary, ensure_ascii=False, indent=1) + "\n").encode())
+        else:
+            (self.folder / SPEAKERS).unlink(missing_ok=True)
         return rows
 
     def _read_intact(self) -> dict[str, dict[str, Any]]:

@@ -6,7 +6,9 @@ INPUTs are audio files, folders (searched recursively for audio), glob patterns,
 (``.txt``: a path or URI a line), or URIs pyarrow reads (``s3://bucket/calls/``). Rows go to
 ``--out``: ``results.jsonl`` (always; the record that makes a rerun resume) and, with ``--format
 parquet``, ``results.parquet``. With no ``--address`` a local Ray instance sized to this machine
-runs the job; ``--address auto`` (or ``ray://head:10001``) runs it on a cluster. The request
+runs the job; ``--address auto`` (or ``ray://head:10001``) runs it on a cluster. When diarizing, the
+speakers of all the files are linked (``corpus_speaker`` in every segment, ``speakers.json`` beside
+the rows; ``--no-link-speakers`` turns it off). The request
 options are the ``transcribe`` command's. Exit status: 0 when every file was transcribed, 1 when
 some got an error row, 2 for unusable arguments.
 """
@@ -32,6 +34,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="actors, each with its own copy of the models (default: 1)")
     parser.add_argument("--cpus-per-worker", type=float, help="default: this machine's cores shared out between the workers")
     parser.add_argument("--gpus-per-worker", type=float, default=0.0, help="e.g. 1 on GPU nodes (default: 0)")
+    parser.add_argument("--no-link-speakers", dest="link_speakers", action="store_false",
+                        help="leave each file's speakers to itself (default: the same person gets one label, corpus_speaker, "
+                             "in every file, and speakers.json lists the people)")
     parser.add_argument("--address", help="an existing Ray cluster: auto, or ray://HOST:10001 (default: a local instance)")
     add_request_options(parser)
     arguments = parser.parse_args(argv)
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     options = BatchOptions(
         address=arguments.address, workers=arguments.workers, cpus_per_worker=arguments.cpus_per_worker,
-        gpus_per_worker=arguments.gpus_per_worker, output_format=arguments.format,
+        gpus_per_worker=arguments.gpus_per_worker, output_format=arguments.format, link_speakers=arguments.link_speakers,
     )
     try:
         summary = run_files(files, arguments.out, model_settings(arguments), parameters, options)

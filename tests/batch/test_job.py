@@ -119,3 +119,45 @@ def test_a_fifo_or_a_folder_given_as_a_file_gets_an_error_row_and_the_job_goes_o
     rows = {Path(row["path"]).name: row for row in summary.rows}
     assert "not a regular file" in rows["pipe.wav"]["error"]
     assert rows["line\nbreak\tname.wav"]["error"] is None and rows["good.wav"]["error"] is None
+
+
+def test_speakers_are_linked_across_files_and_a_rerun_gives_the_same_labels(tmp_path):
+    """The embedded trained models (whisper-tiny.en, pyannote-campplus; pulled into the model cache the
+    first time, as tests/end_to_end/test_embedded_real.py does) on the committed sample and its clips:
+    each reader's clip is linked to that reader in the conversation, the impostor to nobody; rows keep
+    each file's voices, speakers.json lists the people, and a resumed job labels as the first did."""
+    samples = Path(__file__).resolve().parents[2] / "samples"
+    inputs = [str(samples / "two-readers.wav")] + [str(samples / "enrolment" / f"{name}.wav") for name in ("reader-a", "reader-b", "impostor")]
+    settings = ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus", warmup=False)
+    out = tmp_path / "out"
+    lines: list[str] = []
+    summary = run_batch(inputs, out, settings, {"language": "en"}, OPTIONS, report=lines.append)
+    assert summary.failed == 0
+    conversation, reader_a, reader_b, impostor = ([segment["corpus_speaker"] for segment in row["segments"]] for row in summary.rows)
+    assert conversation[0] == conversation[-1] != conversation[1]  # reader A, B, A again: two people
+    assert set(reader_a) == {conversation[0]} and set(reader_b) == {conversation[1]}
+    assert set(impostor).isdisjoint(conversation)
+
+    people = json.loads((out / "speakers.json").read_text())
+    assert [person["speaker"] for person in people] == ["PERSON_00", "PERSON_01", "PERSON_02"]
+    assert [person["files"] for person in people] == [2, 2, 1]
+    assert people[0]["paths"] == [inputs[0], inputs[1]] and people[2]["paths"] == [inputs[3]]
+    assert all(person["example"]["path"] in person["paths"] for person in people)  # where they speak most
+    assert lines[-1].endswith(f"; 3 people across the files ({out / 'speakers.json'})")
+    parquet = pq.read_table(out / "results.parquet").to_pylist()
+    assert [[segment["corpus_speaker"] for segment in row["segments"]] for row in parquet] == [
+        [segment["corpus_speaker"] for segment in row["segments"]] for row in summary.rows]
+
+    journal = (out / "results.jsonl").read_text().splitlines()
+    (out / "results.jsonl").write_text(journal[1] + "\n")  # as if killed after one file (the conversation not done)
+    resumed = run_batch(inputs, out, settings, {"language": "en"}, OPTIONS, report=lambda _: None)
+    assert (resumed.skipped, resumed.done) == (1, 3)
+    assert json.loads((out / "speakers.json").read_text()) == people
+    assert [row["segments"] for row in resumed.rows] == [row["segments"] for row in summary.rows]
+
+    unlinked = run_batch(inputs[1:2], tmp_path / "plain", settings, {"language": "en"},
+                         BatchOptions(workers=1, cpus_per_worker=1, link_speakers=False), report=lambda _: None)
+    (row,) = unlinked.rows
+    assert row["speaker_embeddings"] is None and row["segments"]
+    assert all(segment["corpus_speaker"] is None for segment in row["segments"])
+    assert not (tmp_path / "plain" / "speakers.json").exists()
