@@ -17,8 +17,15 @@ heads of random sizes up to 64 MB, ``Expect: 100-continue`` over the upload limi
 declare a rate of a few Hz, streamed WAVs with no length, still-image video streams beside the
 audio (peak RSS above idle for each), a damaged model cache (refused with the index unreachable,
 pulled again with it), and the mass hang-up again on a second server that diarizes with the
-embedded pipeline. Prints a table; exits 1 on any 500, a request that got no answer, a lock-out,
-or garbage served from a damaged cache.
+embedded pipeline. Round four (``bench/probe_round_four.py``) adds: small bodies whose parameters
+hold very long lists (the answer's size, the time, ``/health`` meanwhile), the OpenAI form's
+``model`` with text no header may carry, known speakers with 36-64-character names in subtitles
+(no word split), a third server on the documented defaults (95-MB samples array, many-channel 8-bit
+WAV, WAV of silence, 17 concurrent 95-MB uploads; peak RSS against bounds derived from the
+settings), and the batch command over hundreds of tiny files with a FIFO, a name with a newline,
+a symlink loop under a glob and a self-naming manifest, a second job started on the same ``--out``.
+Prints a table; exits 1 on any 500, a request that got no answer, a lock-out, garbage served from a
+damaged cache, or a round-four class that does not hold.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.audio_files import float_wav, pcm_wav, stills_beside_audio, streamed_wav
+
+sys.path.insert(0, str(ROOT / "bench"))
+from probe_round_four import amplifying_errors, client_text_in_headers, defaults_memory, long_names_in_subtitles, odd_corpus
 
 KEY = "probe-key-not-secret"
 MAX_CONNECTIONS = 32  # above the 20 slow clients of the slowloris stage; the lock-out stage fills it
@@ -385,14 +395,29 @@ def main(argv: list[str] | None = None) -> int:
             bombs.append((kind, len(data), answer.status_code, server.peak_since(started) - idle))
             if answer.status_code >= 500:
                 failures.append(f"{kind}: {answer.status_code}")
+        print("stage: answers that amplify the request", flush=True)
+        amplifying, found = amplifying_errors(server.url, KEY, rng, server, max_upload_mb=5)
+        failures += found
+        print("stage: client text in headers", flush=True)
+        headers_rows, found = client_text_in_headers(server.url, KEY, rng, pcm_wav(speech[:32000]))
+        failures += found
     finally:
         server.close()
-    print("stage: mass hang-up with diarization", flush=True)
-    diarizing = Server(arguments.asr_model, arguments.port, DIARIZATION_MODEL="pyannote-campplus", REQUEST_TIMEOUT_S="5")
+    print("stage: long speaker names in subtitles, mass hang-up with diarization", flush=True)
+    diarizing = Server(arguments.asr_model, arguments.port, DIARIZATION_MODEL="pyannote-campplus", REQUEST_TIMEOUT_S="30")
     try:
+        enrolment = (ROOT / "samples" / "enrolment" / "reader-b.wav").read_bytes()
+        long_names, found = long_names_in_subtitles(diarizing.url, KEY, rng, pcm_wav(speech), enrolment)
+        failures += found
         recovery_diarizing = mass_hang_up(diarizing.url, pcm_wav(np.resize(speech, 60 * 16000)), pcm_wav(speech[:32000]), 20)
     finally:
         diarizing.close()
+    print("stage: memory on the documented defaults", flush=True)
+    defaults, found, bounds = defaults_memory(lambda **overrides: Server(arguments.asr_model, arguments.port, **overrides), KEY, speech, rng)
+    failures += found
+    print("stage: a batch job over an odd corpus", flush=True)
+    corpus, found = odd_corpus(arguments.asr_model, rng, speech)
+    failures += found
     print("stage: damaged cache", flush=True)
     cache = damaged_cache(arguments.asr_model, arguments.port, speech)
     if not cache[0][1].startswith("exit ") or cache[0][1].startswith("exit 0") or "damaged" not in cache[0][1]:
@@ -409,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {peak:.0f} | {seconds:.1f} | {status} |")
     print(f"\nslow clients (10 slowloris, 10 stalled bodies): {dict(Counter(slow))}")
     print(f"20 clients hanging up on 60-s requests: good request answered {recovery:.1f} s after the last; /health {after}")
-    print(f"20 hang-ups on a diarizing server (REQUEST_TIMEOUT_S=5): good request answered {recovery_diarizing:.1f} s after the last")
+    print(f"20 hang-ups on a diarizing server (REQUEST_TIMEOUT_S=30): good request answered {recovery_diarizing:.1f} s after the last")
     print(f"lock-out: {MAX_CONNECTIONS} connections dripping unread bodies for 20 s; slowest /health {slowest_health:.2f} s; "
           f"{still_connected} still connected at the end")
     print("\n| oversized head | status | peak RSS above idle, MB |\n|---|---|---|")
@@ -421,6 +446,21 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| damaged cache | outcome |\n|---|---|")
     for case, outcome in cache:
         print(f"| {case} | {outcome} |")
+    print("\n| amplifying error | body MB | status | answer kB | s | slowest /health s | peak RSS above before, MB |\n|---|---|---|---|---|---|---|")
+    for kind, size, status, answer_kb, seconds, health, peak in amplifying:
+        print(f"| {kind} | {size:.1f} | {status} | {answer_kb:.1f} | {seconds:.1f} | {health:.2f} | {peak:.0f} |")
+    print("\n| `model` field | status | header injected |\n|---|---|---|")
+    for what, status, injected in headers_rows:
+        print(f"| {what} | {status} | {injected} |")
+    print("\n| known speaker's name, characters | words | words split in SRT cues |\n|---|---|---|")
+    for length, words, split in long_names:
+        print(f"| {length} | {words} | {split} |")
+    print(f"\n| documented defaults (bounds derived from the settings: {bounds}) | status | peak RSS above idle, MB | slowest /health s |\n|---|---|---|---|")
+    for what, status, peak, health in defaults:
+        print(f"| {what} | {status} | {peak:.0f} | {health:.2f} |")
+    print("\n| batch over an odd corpus | outcome |\n|---|---|")
+    for what, outcome in corpus:
+        print(f"| {what} | {outcome} |")
     print(f"peak RSS over the whole probe: {max(rss for _, rss in server.samples):.0f} MB "
           f"(median {statistics.median(rss for _, rss in server.samples):.0f})")
     for failure in failures:
