@@ -41,8 +41,9 @@ CHANNELS = {  # name: (codec, container, sample rate, bit rate)
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def setup(description: str, argv: list[str] | None) -> tuple[argparse.Namespace, Any, Any, list[dict[str, Any]], dict[str, np.ndarray]]:
+    """The options both channel benches take, the embedded pipeline, its speaker embedder, the cases and the impostor pool."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=REPOSITORY.parent / "shared" / "dev-audio")
     parser.add_argument("--model", default="pyannote-campplus")
     parser.add_argument("--channels", nargs="+", choices=list(CHANNELS), default=list(CHANNELS))
@@ -52,45 +53,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{arguments.shared}/manifest.json not found: the AMI excerpts lie in the project's shared folder")
 
     import torch
-    from enrolment import _most_overlapped, longest_alone
     from pyannote.audio import Pipeline
 
-    from speaker_transcripts.evaluation.scoring import load_manifest, read_rttm
     from speaker_transcripts.models import registry as models
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
-    from speaker_transcripts.pipeline.diarization import diarize, speaker_embedder
+    from speaker_transcripts.pipeline.diarization import speaker_embedder
 
     torch.set_num_threads(1)
     pipeline = Pipeline.from_pretrained(models.local_path(arguments.model))
-    embed = speaker_embedder(pipeline)
+    return (arguments, pipeline, speaker_embedder(pipeline), *enrolment_cases(arguments.shared))
 
-    def cut(samples: np.ndarray, span: tuple[float, float]) -> np.ndarray:
-        return samples[int(span[0] * SAMPLING_RATE):int(span[1] * SAMPLING_RATE)]
 
-    meetings = [entry for entry in load_manifest(arguments.shared / "manifest.json") if entry.kind == "real_meeting"]
-    audio = {entry.name: decode_file(entry.audio.read_bytes()).samples for entry in meetings}
-    clips: dict[str, list[tuple[str, np.ndarray]]] = {}  # person -> (excerpt, clip)
-    for entry in meetings:
-        for person in sorted({turn.speaker for turn in entry.turns}):
-            span = longest_alone(entry.turns, person)
-            if span is not None:
-                clips.setdefault(person, []).append((entry.name, cut(audio[entry.name], span)))
-    samples_dir = REPOSITORY / "samples"
-    cases = [{
-        "name": "two-readers.wav", "samples": decode_file((samples_dir / "two-readers.wav").read_bytes()).samples,
-        "turns": read_rttm(samples_dir / "two-readers.rttm"),
-        "genuine": {person: decode_file((samples_dir / "enrolment" / f"reader-{person.lower()}.wav").read_bytes()).samples
-                    for person in ("A", "B")},
-    }]
-    for entry in meetings:
-        present = {turn.speaker for turn in entry.turns}
-        genuine = {person: clip for person in sorted(present) for excerpt, clip in clips.get(person, []) if excerpt != entry.name}
-        if genuine:
-            cases.append({"name": entry.name, "samples": audio[entry.name], "turns": entry.turns, "genuine": genuine})
-    impostor_pool = {"impostor.wav": decode_file((samples_dir / "enrolment" / "impostor.wav").read_bytes()).samples}
-    impostor_pool |= {person: pairs[0][1] for person, pairs in clips.items()}
+def main(argv: list[str] | None = None) -> int:
+    arguments, pipeline, embed, cases, impostor_pool = setup(__doc__, argv)
+    from enrolment import _most_overlapped
 
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE
     from speaker_transcripts.pipeline.bandwidth import is_narrowband, telephone_band
+    from speaker_transcripts.pipeline.diarization import diarize
     from speaker_transcripts.pipeline.speaker_naming import match_names, naming_threshold
 
     results: dict[str, dict[str, dict[str, Any]]] = {}
@@ -142,6 +121,42 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.out:
         arguments.out.write_text(json.dumps(results, indent=1))
     return 0
+
+
+def enrolment_cases(shared: Path) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """The cases (recording, its reference turns, a wideband clip of each person from elsewhere) and
+    the impostor pool (the committed impostor clip, one clip of every AMI participant)."""
+    from enrolment import longest_alone
+
+    from speaker_transcripts.evaluation.scoring import load_manifest, read_rttm
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+
+    def cut(samples: np.ndarray, span: tuple[float, float]) -> np.ndarray:
+        return samples[int(span[0] * SAMPLING_RATE):int(span[1] * SAMPLING_RATE)]
+
+    meetings = [entry for entry in load_manifest(shared / "manifest.json") if entry.kind == "real_meeting"]
+    audio = {entry.name: decode_file(entry.audio.read_bytes()).samples for entry in meetings}
+    clips: dict[str, list[tuple[str, np.ndarray]]] = {}  # person -> (excerpt, clip)
+    for entry in meetings:
+        for person in sorted({turn.speaker for turn in entry.turns}):
+            span = longest_alone(entry.turns, person)
+            if span is not None:
+                clips.setdefault(person, []).append((entry.name, cut(audio[entry.name], span)))
+    samples_dir = REPOSITORY / "samples"
+    cases = [{
+        "name": "two-readers.wav", "samples": decode_file((samples_dir / "two-readers.wav").read_bytes()).samples,
+        "turns": read_rttm(samples_dir / "two-readers.rttm"),
+        "genuine": {person: decode_file((samples_dir / "enrolment" / f"reader-{person.lower()}.wav").read_bytes()).samples
+                    for person in ("A", "B")},
+    }]
+    for entry in meetings:
+        present = {turn.speaker for turn in entry.turns}
+        genuine = {person: clip for person in sorted(present) for excerpt, clip in clips.get(person, []) if excerpt != entry.name}
+        if genuine:
+            cases.append({"name": entry.name, "samples": audio[entry.name], "turns": entry.turns, "genuine": genuine})
+    impostor_pool = {"impostor.wav": decode_file((samples_dir / "enrolment" / "impostor.wav").read_bytes()).samples}
+    impostor_pool |= {person: pairs[0][1] for person, pairs in clips.items()}
+    return cases, impostor_pool
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
