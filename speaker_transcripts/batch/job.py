@@ -129,8 +129,12 @@ class TranscribeFiles:
 
 
 def _segments(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Speaker segments when diarizing, Whisper's segments otherwise (speaker null)."""
+    """Speaker segments when diarizing, Whisper's segments otherwise (speaker null); with
+    ``task=diarize`` (no text) the speaker timeline, each turn a segment with empty text."""
     pieces = result.get("speakers") or result.get("chunks") or []
+    if not pieces and not result.get("text"):
+        return [{"speaker": turn["speaker"], "start": turn["start"], "end": turn["end"], "text": ""}
+                for turn in result.get("diarization") or []]
     return [{"speaker": piece.get("speaker"), "start": piece["timestamp"][0], "end": piece["timestamp"][1],
              "text": piece["text"]} for piece in pieces]
 

@@ -10,7 +10,8 @@ written the same way when asked for. Rows (the schema of both formats):
 - ``path`` (string), ``size_bytes`` (int64), ``mtime_ns`` (int64): the input, as it was read;
 - ``duration`` (float64, seconds), ``language`` (string), ``text`` (string);
 - ``segments``: list of ``{speaker, start, end, text, corpus_speaker}`` (speaker null without
-  diarization; corpus_speaker: the person's label across the whole job, see below);
+  diarization; with ``task=diarize`` the speaker timeline, text empty; corpus_speaker: the
+  person's label across the whole job, see below);
 - ``decoding`` (string): the path that ran, ``"none"`` when no speech was found;
 - ``warnings``: list of strings;
 - ``speaker_embeddings``: list of ``{speaker, speech_seconds, embedding}`` (the file's voices, kept

@@ -155,9 +155,12 @@ def test_speakers_are_linked_across_files_and_a_rerun_gives_the_same_labels(tmp_
     assert json.loads((out / "speakers.json").read_text()) == people
     assert [row["segments"] for row in resumed.rows] == [row["segments"] for row in summary.rows]
 
-    unlinked = run_batch(inputs[1:2], tmp_path / "plain", settings, {"language": "en"},
+    # Unlinked, and who-spoke-when only (task=diarize): the rows hold the speaker timeline (they held nothing).
+    unlinked = run_batch(inputs[:1], tmp_path / "plain", settings, {"task": "diarize"},
                          BatchOptions(workers=1, cpus_per_worker=1, link_speakers=False), report=lambda _: None)
     (row,) = unlinked.rows
-    assert row["speaker_embeddings"] is None and row["segments"]
-    assert all(segment["corpus_speaker"] is None for segment in row["segments"])
+    assert row["speaker_embeddings"] is None and row["text"] == ""
+    speakers = [segment["speaker"] for segment in row["segments"]]  # reader A, B, A again
+    assert speakers[0] == speakers[-1] == "SPEAKER_00" and set(speakers) == {"SPEAKER_00", "SPEAKER_01"}
+    assert all(segment["corpus_speaker"] is None and segment["text"] == "" for segment in row["segments"])
     assert not (tmp_path / "plain" / "speakers.json").exists()
