@@ -54,7 +54,14 @@ sys.path.insert(0, str(ROOT))
 from tests.audio_files import float_wav, pcm_wav, stills_beside_audio, streamed_wav
 
 sys.path.insert(0, str(ROOT / "bench"))
-from probe_round_four import amplifying_errors, client_text_in_headers, defaults_memory, long_names_in_subtitles, odd_corpus
+from probe_round_four import (
+    HealthWatch,
+    amplifying_errors,
+    client_text_in_headers,
+    defaults_memory,
+    long_names_in_subtitles,
+    odd_corpus,
+)
 
 KEY = "probe-key-not-secret"
 MAX_CONNECTIONS = 32  # above the 20 slow clients of the slowloris stage; the lock-out stage fills it
@@ -246,18 +253,10 @@ def lock_out(url: str, rng: random.Random) -> tuple[float, int]:
 
     with ThreadPoolExecutor(MAX_CONNECTIONS) as pool:
         attackers = [pool.submit(attack, index) for index in range(MAX_CONNECTIONS)]
-        slowest = 0.0
-        ended = time.monotonic() + 20
-        while time.monotonic() < ended:
-            started = time.monotonic()
-            try:
-                ok = httpx.get(url + "/health", timeout=5).status_code == 200
-            except httpx.HTTPError:
-                ok = False
-            slowest = max(slowest, time.monotonic() - started if ok else float("inf"))
-            time.sleep(0.5)
+        with HealthWatch(url) as watch:
+            time.sleep(20)
         stop.set()
-        return slowest, sum(attacker.result() for attacker in attackers)
+        return watch.slowest, sum(attacker.result() for attacker in attackers)
 
 
 def oversized_heads(url: str, rng: random.Random, server: Server) -> list[tuple[str, int, float]]:

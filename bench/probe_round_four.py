@@ -7,6 +7,7 @@ table plus the failures it saw (an empty list when the class holds).
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import random
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import wave
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -65,21 +67,17 @@ def amplifying_errors(url: str, key: str, rng: random.Random, server: Any, max_u
     items = rng.randint(50_000, 200_000)
     clip = base64.b64encode(b"RIFF" + bytes(40)).decode()
     audio = base64.b64encode(pcm_wav(np.zeros(8000))).decode()
-    bodies = {
-        "known_speakers: a long list": {"inputs": audio, "parameters": {"known_speakers": [{"name": f"p{n}", "audio": clip} for n in range(items)]}},
-        "language: a list": {"inputs": audio, "parameters": {"language": list(range(items * 4))}},
-        "prompt: a list of strings": {"inputs": audio, "parameters": {"prompt": ["word"] * items * 3}},
-        "many unknown parameters": {"inputs": audio, "parameters": {f"x{n}": [n] for n in range(items)}},
+    bodies = {  # kind: the parameters with a list of n items
+        "known_speakers: a long list": lambda n: {"known_speakers": [{"name": f"p{index}", "audio": clip} for index in range(n)]},
+        "language: a list": lambda n: {"language": list(range(n * 4))},
+        "prompt: a list of strings": lambda n: {"prompt": ["word"] * n * 3},
+        "many unknown parameters": lambda n: {f"x{index}": [index] for index in range(n)},
     }
     rows, failures = [], []
-    for kind, body in bodies.items():
-        content = json.dumps(body).encode()
-        while len(content) >= max_upload_mb * 1e6:  # inside the upload limit: halve the list until it fits
-            body = {"inputs": audio, "parameters": {name: value[: len(value) // 2] if isinstance(value, list) else value
-                                                    for name, value in body["parameters"].items()}}
-            if "many unknown" in kind:
-                body["parameters"] = dict(list(body["parameters"].items())[: len(body["parameters"]) // 2])
-            content = json.dumps(body).encode()
+    for kind, parameters in bodies.items():
+        count = items
+        while len(content := json.dumps({"inputs": audio, "parameters": parameters(count)}).encode()) >= max_upload_mb * 1e6:
+            count //= 2  # inside the upload limit
         before = server.rss_mb()
         started = time.monotonic()
         with HealthWatch(url) as watch:
@@ -149,7 +147,7 @@ def defaults_memory(make_server: Any, key: str, speech: np.ndarray, rng: random.
     channels = rng.choice([32, 48, 64])
     samples = rng.randbytes(1024) * (size // 1024)
     samples = samples[: len(samples) // channels * channels]  # whole frames
-    many = _wav_header(channels, 8, 16000, len(samples)) + samples
+    many = _pcm8_wav(channels, samples)
     per_request = (100 + 10800 * 64 / 1000 + 500) / 1000  # body + decoded float32 at 16 kHz + model working memory, GB
     whole = per_request + 0.3 + per_request  # + MAX_QUEUED_MB + one more upload decoding beside the running request
     bounds = {"one request, GB": round(per_request, 2), "the server, GB": round(whole, 2)}
@@ -189,11 +187,15 @@ def defaults_memory(make_server: Any, key: str, speech: np.ndarray, rng: random.
     return rows, failures, bounds
 
 
-def _wav_header(channels: int, bits: int, rate: int, data_bytes: int) -> bytes:
-    block = channels * bits // 8
-    return (b"RIFF" + (36 + data_bytes).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little") + (1).to_bytes(2, "little")
-            + channels.to_bytes(2, "little") + rate.to_bytes(4, "little") + (rate * block).to_bytes(4, "little")
-            + block.to_bytes(2, "little") + bits.to_bytes(2, "little") + b"data" + data_bytes.to_bytes(4, "little"))
+def _pcm8_wav(channels: int, data: bytes, rate: int = 16000) -> bytes:
+    """8-bit PCM WAV of raw bytes (``data`` whole frames), written by the standard library."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as writer:
+        writer.setnchannels(channels)
+        writer.setsampwidth(1)
+        writer.setframerate(rate)
+        writer.writeframes(data)
+    return buffer.getvalue()
 
 
 def odd_corpus(asr_model: str, rng: random.Random, speech: np.ndarray) -> tuple[list[tuple], list[str]]:

