@@ -11,12 +11,14 @@ told apart by its microphone gain, and lays them out as:
 
 - ``quick2``: 26 s, two voices, turns of 0.6-2.5 s, gaps of 0.05-0.5 s;
 - ``quick2_noisy``: the same with pink noise at 10 dB SNR;
-- ``quick3_noisy``: 30 s, three voices, the same turns and noise.
+- ``quick3_noisy``: 30 s, three voices, the same turns and noise;
+- ``solo``: 26 s, one voice (stretches of one person from several excerpts), the same turns: no
+  speaker may be found twice.
 
 Voices of one conversation come from one source (one AMI meeting's people or one synthetic
 conversation), as a real exchange shares a room. Writes ``<name>.wav`` + ``<name>.rttm`` and a
 ``manifest.json`` that ``load_manifest`` (and so ``bench/tune_diarization.py``) reads, kind
-``quick_conversation``. Deterministic for a seed.
+``quick_conversation`` (``one_voice`` for ``solo``). Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ KINDS = {  # name: (voices, seconds, noisy)
     "quick2": (2, 26.0, False),
     "quick2_noisy": (2, 26.0, True),
     "quick3_noisy": (3, 30.0, True),
+    "solo": (1, 26.0, False),  # one voice the same way: where a check that splits speakers must not split
 }
 TURN_S = (0.6, 2.5)
 GAP_S = (0.05, 0.5)
@@ -89,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
             (arguments.out / f"{name}.rttm").write_text("".join(
                 f"SPEAKER {name} 1 {start:.3f} {end - start:.3f} <NA> <NA> {voice} <NA> <NA>\n" for voice, start, end in turns
             ))
-            listed.append({"audio": f"{name}.wav", "rttm": f"{name}.rttm", "kind": "quick_conversation", "num_speakers": voices})
+            listed.append({"audio": f"{name}.wav", "rttm": f"{name}.rttm", "kind": "one_voice" if voices == 1 else "quick_conversation",
+                           "num_speakers": voices})
             print(f"{name}: {len(turns)} turns of {', '.join(chosen)}", flush=True)
     (arguments.out / "manifest.json").write_text(json.dumps(listed, indent=1))
     print(f"wrote {len(listed)} conversations and {arguments.out / 'manifest.json'}")
@@ -132,7 +136,8 @@ def voice_groups(stretches: list[Stretch]) -> list[set[str]]:
 def conversation(
     voices: list[str], stretches: list[Stretch], seconds: float, random: np.random.Generator, cache: dict[Path, np.ndarray]
 ) -> tuple[np.ndarray, list[tuple[str, float, float]]]:
-    """Turns of ``TURN_S`` from random stretches of each voice, the next voice never the last one."""
+    """Turns of ``TURN_S`` from random stretches of each voice, the next voice never the last one
+    (with one voice, always it)."""
     out = np.zeros(int(seconds * SAMPLING_RATE), dtype=np.float32)
     turns: list[tuple[str, float, float]] = []
     at, voice = float(random.uniform(*GAP_S)), str(random.choice(voices))
@@ -148,7 +153,7 @@ def conversation(
         out[first:first + len(piece)] = piece
         turns.append((voice, at, at + len(piece) / SAMPLING_RATE))
         at += length + float(random.uniform(*GAP_S))
-        voice = str(random.choice([other for other in voices if other != voice]))
+        voice = str(random.choice([other for other in voices if other != voice] or voices))
     return out, turns
 
 

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _group(entry: Any) -> str:
     """Scored apart: real meetings, the synthetic dev conversations, bench/quick_conversations.py's."""
-    return {"synthetic_conversation": "synthetic", "quick_conversation": "quick"}.get(entry.kind, "meetings")
+    return {"synthetic_conversation": "synthetic", "quick_conversation": "quick", "one_voice": "solo"}.get(entry.kind, "meetings")
 
 
 class _HardAndExpected(torch.nn.Module):

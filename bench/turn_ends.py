@@ -24,7 +24,7 @@ from typing import Any
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
 SCORED_SECONDS = 30.0  # the meeting references cover the first 30 s
-GROUPS = {"synthetic_conversation": "dev conversations", "quick_conversation": "quick conversations"}
+GROUPS = {"synthetic_conversation": "dev conversations", "quick_conversation": "quick conversations", "one_voice": "one voice"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def score(words: list[dict[str, Any]], turns: list[Any]) -> dict[str, int]:
     """Scored words (one reference speaker alone at the word's middle, first 30 s) and turn-end words
-    (the last scored word before the reference speaker changes), and how many are on their speaker."""
+    (the last scored word before the reference speaker changes), and how many are on their speaker;
+    the wrong turn ends by kind: the turn's last word alone on another speaker (a boundary a little
+    early: what the turn-end rule is for), inside a run of the turn's words all on another speaker,
+    a one-word turn."""
     scored = []
     for word in words:
         start, end = word["timestamp"]
@@ -80,8 +83,14 @@ def score(words: list[dict[str, Any]], turns: list[Any]) -> dict[str, int]:
             scored.append((word["speaker"], talking.pop(), max((end or start) - start, 0.0)))
     mapping = _mapping(scored)
     ends = [index for index in range(len(scored) - 1) if scored[index][1] != scored[index + 1][1]]
-    return {"words": len(scored), "words right": sum(mapping.get(hyp) == ref for hyp, ref, _ in scored),
-            "ends": len(ends), "ends right": sum(mapping.get(scored[index][0]) == scored[index][1] for index in ends)}
+    right = [mapping.get(hyp) == ref for hyp, ref, _ in scored]
+    kinds = {"end wrong: last word alone": 0, "end wrong: inside a wrong run": 0, "end wrong: one-word turn": 0}
+    for index in (index for index in ends if not right[index]):
+        if index == 0 or scored[index - 1][1] != scored[index][1]:
+            kinds["end wrong: one-word turn"] += 1
+        else:
+            kinds["end wrong: last word alone" if right[index - 1] else "end wrong: inside a wrong run"] += 1
+    return {"words": len(scored), "words right": sum(right), "ends": len(ends), "ends right": sum(right[index] for index in ends), **kinds}
 
 
 def _mapping(scored: list[tuple[str, str, float]]) -> dict[str, str]:

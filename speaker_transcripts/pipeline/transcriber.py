@@ -55,6 +55,7 @@ from speaker_transcripts.pipeline.diarization import (
     word_speakers,
 )
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
+from speaker_transcripts.pipeline.phrase_speakers import checked
 from speaker_transcripts.pipeline.speaker_count import count_doubts
 from speaker_transcripts.pipeline.speaker_naming import (
     MAX_REFERENCE_S,
@@ -74,6 +75,8 @@ if TYPE_CHECKING:
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
 
 NO_SPEECH = "no speech detected"
+# Gives a diarization's speakers the names of the voices they match, and says how each requested name fared.
+Namer = Callable[[Diarization], tuple[Diarization, list[NameMatch]]]
 logger = logging.getLogger(__name__)  # a line per model loaded; the CLI shows it on stderr, the server in its log
 
 
@@ -172,7 +175,8 @@ class Transcriber:
         duration = round(audio.duration, 3)
         if config.task == "diarize":
             on_stage("diarizing")  # who spoke when, and nothing else: no speech recognition runs
-            found, matches = self._diarize_and_name(audio.samples, config, clips, should_stop)
+            found, name = self._diarize_for_naming(audio.samples, config, clips, should_stop)
+            found, matches = name(found)
             warnings = warnings + _speaker_count_warnings(config, found) + unmatched_warnings(matches)
             return _response("", [], [], None, duration, warnings, "none") | self._diarization_answer(found, matches, config)
         auto = config.assisted == "auto"
@@ -201,7 +205,7 @@ class Transcriber:
         asr_failed = threading.Event()
         diarization = (
             self._diarizer.submit(
-                self._diarize_and_name, audio.samples, config, clips,
+                self._diarize_for_naming, audio.samples, config, clips,
                 lambda: asr_failed.is_set() or (should_stop is not None and should_stop()),
             )
             if config.diarize and self.diarization_pipeline is not None
@@ -220,7 +224,12 @@ class Transcriber:
             raise
         if diarization is not None and not diarization.done():
             on_stage("diarizing")  # speech recognition is done; the speaker turns are not yet
-        found, matches = diarization.result() if diarization is not None else (None, [])
+        found, matches = None, []
+        if diarization is not None:
+            found, name = diarization.result()
+            if asr_config.return_timestamps == "word":
+                found = self._checked_by_phrases(found, transcript.chunks, audio.samples, config)
+            found, matches = name(found)
         warnings = warnings + _speaker_count_warnings(config, found) + unmatched_warnings(matches)
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
@@ -228,6 +237,17 @@ class Transcriber:
         decoding = "assisted" if config.assisted else f"batched (batch_size {asr_config.batch_size})"
         response = _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, decoding)
         return response | (self._diarization_answer(found, matches, config) if found is not None else {})
+
+    def _checked_by_phrases(self, found: Diarization, words: list[Chunk], samples: np.ndarray, config: InferenceConfig) -> Diarization:
+        """The speakers checked against the transcript's phrases (``phrase_speakers.py``): a voice that
+        diarization heard as part of another's is split off. New speakers only where the client left
+        room for them (no ``num_speakers``, under ``max_speakers``)."""
+        embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
+        if embed is None or not words:
+            return found
+        hints = config.speaker_hints
+        may_add = "num_speakers" not in hints and len(found.speakers) < hints.get("max_speakers", len(found.speakers) + 1)
+        return checked(found, words, samples, SAMPLING_RATE, embed, may_add)
 
     def _diarization_answer(self, found: Diarization, matches: list[NameMatch], config: InferenceConfig) -> dict[str, Any]:
         """``diarization``, the speaker timeline as found (several speakers at once where they
@@ -275,22 +295,28 @@ class Transcriber:
             return {name: embed(clip) for name, clip in clips.items()}
 
 
-    def _diarize_and_name(
+    def _diarize_for_naming(
         self, samples: np.ndarray, config: InferenceConfig, clips: dict[str, np.ndarray], should_stop: Callable[[], bool] | None
-    ) -> tuple[Diarization, list[NameMatch]]:
-        """Diarize, then give the speakers matching an enrolment clip (or a voice of the library) its name;
-        the clips are embedded here, after diarization, because the pipeline's models serve one call at a time."""
+    ) -> tuple[Diarization, Namer]:
+        """Diarize, and embed the enrolment clips while the pipeline's models are at hand (they serve
+        one call at a time); returns the speakers found and a function giving speakers who match a
+        clip (or a voice of the library) its name, applied once the transcript's phrase check has
+        had its say, so that a voice it splits off can be named too."""
         found = diarize(self.diarization_pipeline, samples, SAMPLING_RATE, config.speaker_hints, should_stop)
         embed = speaker_embedder(self.diarization_pipeline)
         if not (clips or self.voices) or embed is None:
-            return found, []
+            return found, lambda speakers: (speakers, [])
         # A telephone recording is compared with the clips heard through its band (pipeline/bandwidth.py).
         telephone = is_narrowband(samples)
         own = {name: embed(telephone_band(clip) if telephone else clip) for name, clip in clips.items()}
         references = {**self.library_for(telephone), **own}  # a request's clip wins over the library's
-        matches = match_names(found.embeddings, references, naming_threshold(telephone))
-        renamed = found.renamed({match.speaker: match.name for match in matches if match.speaker is not None})
-        return renamed, [match for match in matches if match.name in clips]  # the library's voices are not the request's to hear about
+
+        def name(speakers: Diarization) -> tuple[Diarization, list[NameMatch]]:
+            matches = match_names(speakers.embeddings, references, naming_threshold(telephone))
+            renamed = speakers.renamed({match.speaker: match.name for match in matches if match.speaker is not None})
+            return renamed, [match for match in matches if match.name in clips]  # the library's voices are not the request's to hear about
+
+        return found, name
 
     @property
     def library(self) -> dict[str, np.ndarray]:

@@ -118,6 +118,52 @@ def test_shared_embeddings_run_the_network_on_fewer_chunks_and_find_the_same_spe
     assert DiarizationErrorRate()(every_chunk, shared, uem=Segment(0, 58)) < 0.05
 
 
+def quick_exchange() -> tuple[np.ndarray, list[tuple[str, float, float]]]:
+    """24 s of the two readers trading turns of 1.5-2.8 s (0.25-s gaps), cut from the sample and
+    the enrolment clips (reader A's digits, reader B's next sentence), with who speaks when."""
+    rate = 16000
+    sample = samples_of(SAMPLE)
+    digits, sentence = samples_of(ENROLMENT / "reader-a.wav"), sample[int(READER_B[0] * rate) : int(READER_B[1] * rate)]
+    later = samples_of(ENROLMENT / "reader-b.wav")
+    pieces = {
+        "A": [sample[: int(READER_A[1] * rate)], digits[: 2 * rate], digits[2 * rate :]],
+        "B": [sentence[: int(2.4 * rate)], sentence[int(2.4 * rate) : int(4.8 * rate)], sentence[int(4.8 * rate) :],
+              later[: int(1.5 * rate)], later[int(1.5 * rate) :]],
+    }
+    gap = np.zeros(rate // 4, dtype=np.float32)
+    audio, turns, at = [], [], 0.0
+    for who, index in [("A", 0), ("B", 0), ("A", 1), ("B", 1), ("A", 2), ("B", 2), ("A", 0), ("B", 3), ("A", 1), ("B", 4)]:
+        piece = pieces[who][index]
+        turns.append((who, at, at + len(piece) / rate))
+        audio += [piece, gap]
+        at += (len(piece) + len(gap)) / rate
+    return np.concatenate(audio), turns
+
+
+def test_a_quick_exchange_of_the_readers_keeps_each_reader_on_their_own_speaker(handler, monkeypatch):
+    """Diarization hears reader A's digits as reader B (they come between B's pieces, a second or
+    two each); the transcript's phrase check (pipeline/phrase_speakers.py) gives them back to A."""
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+    from tests.audio_files import pcm_wav
+
+    samples, turns = quick_exchange()
+    request = {"inputs": pcm_wav(samples), "parameters": {"return_timestamps": "word", "language": "en"}}
+
+    def on_their_speaker(result: dict) -> float:
+        said = []
+        for word in result["chunks"]:
+            middle = sum(word["timestamp"]) / 2
+            said += [(who, word["speaker"]) for who, start, end in turns if start <= middle < end]
+        labels = sorted({label for _, label in said}) + [None]  # each reader on a label of their own, the best way
+        best = max(said.count(("A", a)) + said.count(("B", b)) for a in labels for b in labels if a != b)
+        return best / len(said)
+
+    checked = on_their_speaker(handler(request))
+    monkeypatch.setattr(Transcriber, "_checked_by_phrases", lambda _self, found, *_: found)
+    unchecked = on_their_speaker(handler(request))
+    assert checked >= 0.9 and checked - unchecked >= 0.1, (checked, unchecked)
+
+
 @pytest.mark.skipif(not (DEV_AUDIO / "manifest.json").is_file(), reason="needs ../shared/dev-audio (the dev conversations)")
 def test_dev_conversation_through_the_handler(handler):
     """The 59-s two-speaker stand-up (synthetic voices, reference turns): 2 speakers found,

@@ -14,6 +14,7 @@ from pyannote.core import Annotation, Segment
 
 from speaker_transcripts.config import ModelSettings
 from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.pipeline.diarization import Diarization, Turn
 from speaker_transcripts.pipeline.transcriber import Transcriber
 
 SPEECH_SECONDS = 2.786
@@ -550,3 +551,47 @@ def test_the_stages_a_person_waits_on_are_announced_in_order(seamed, speech_wav)
     stages.clear()
     seamed({"inputs": b64(speech_wav), "parameters": {"task": "diarize"}}, on_stage=stages.append)
     assert stages == ["diarizing"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "may_add"),
+    [({}, True), ({"num_speakers": 1}, False), ({"max_speakers": 1}, False), ({"max_speakers": 9}, True), ({"attribution": "segment"}, None)],
+)
+def test_the_phrase_check_runs_on_word_attribution_and_adds_speakers_only_where_the_client_left_room(
+    handler, speech_wav, monkeypatch, parameters, may_add
+):
+    """pipeline/phrase_speakers.py gets the words, the decoded samples and the seam's embedding model;
+    its answer is what the words are attributed from and what the timeline shows."""
+    from speaker_transcripts.pipeline import transcriber
+
+    seen = {}
+
+    def split_everything(found, words, samples, rate, embed, may_add):
+        seen.update(words=len(words), seconds=len(samples) / rate, may_add=may_add, embeds=embed(samples[:rate]).shape)
+        return Diarization([Turn("CHECKED", 0.0, 3.0)], [Turn("CHECKED", 0.0, 3.0)], {})
+
+    monkeypatch.setattr(transcriber, "checked", split_everything)
+    result = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", **parameters}})
+    if may_add is None:
+        assert seen == {}, "segment attribution has no word times to cut phrases by"
+        return
+    assert seen["may_add"] is may_add and seen["words"] > 0
+    assert seen["seconds"] == pytest.approx(SPEECH_SECONDS, abs=0.01) and len(seen["embeds"]) == 1
+    assert {segment["speaker"] for segment in result["speakers"]} == {"CHECKED"}
+    assert result["diarization"] == [{"speaker": "CHECKED", "start": 0.0, "end": 3.0}]
+
+
+def test_a_speaker_the_phrase_check_adds_can_be_named_by_a_clip(handler, speech_wav, monkeypatch):
+    """Names are given after the phrase check: a voice diarization had merged into another's, split
+    off by the check, is matched with the enrolment clips like any other speaker."""
+    from speaker_transcripts.pipeline import transcriber
+
+    def split_off(found, words, samples, rate, embed, may_add):
+        voice = embed(samples)
+        return Diarization([Turn("SPEAKER_07", 0.0, 3.0)], [Turn("SPEAKER_07", 0.0, 3.0)], {"SPEAKER_07": voice})
+
+    monkeypatch.setattr(transcriber, "checked", split_off)
+    clip = {"name": "Ann", "audio": b64(speech_wav)}
+    result = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", "known_speakers": [clip]}})
+    assert {segment["speaker"] for segment in result["speakers"]} == {"Ann"}, result["known_speakers"]
+    assert result["known_speakers"][0]["named"] is True
