@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{group:20s} {way:15s} {total['right']:>5d} of {total['files']:<3d} {total['wrong warned']:>6d} of {wrong:<3d} "
               f"{total['right warned']:>6d} of {total['right']:<3d} {total['ends right']:>8d} of {total['ends']:<4d} "
               f"{total['words right']:>5d} of {total['words']:<4d} {ders[group, way].summary()['der']:6.1%} {total['centiseconds'] / 100:7.1f}")
-        print(f"{'':36s} wrong turn ends: " + ", ".join(f"{name[16:]} {total[name]}" for name in total if name.startswith("end wrong")))
+        print(f"{'':36s} wrong turn ends: " + ", ".join(f"{name[11:]} {total[name]}" for name in total if name.startswith("end wrong")))
     return 0
 
 

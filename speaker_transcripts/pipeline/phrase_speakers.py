@@ -32,8 +32,23 @@ PHRASE_MAX_S = 3.0  # longer runs are cut at a word: two quick turns run togethe
 PHRASE_MIN_S = 0.5  # shorter phrases are not embedded: too little voice for the embedding model
 EMBEDDING_BATCH = 32  # phrases per model call: as fast per phrase as 8, and a bounded batch (3 s x 32 = 6 MB)
 MIN_PHRASES = 4  # a speaker with fewer embedded phrases is not questioned
+MAX_CLUSTERED = 2000  # phrases of one speaker clustered at most (an evenly spaced sample beyond: 2000 take 16 MB)
 SPLIT_DISTANCE = 0.6  # cosine: the diarization's clustering threshold (models/pyannote_pipeline.py), the same judgement
 MIN_SIDE_S = 3.0  # of phrase speech on each side of a split: a few odd phrases are not a person
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """Words ``words`` (indices) of one speaker, from ``start`` to ``end`` seconds."""
+
+    speaker: str
+    words: range
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
 
 
 def checked(
@@ -94,20 +109,6 @@ def embedded(
     return vectors
 
 
-@dataclass(frozen=True)
-class Phrase:
-    """Words ``words`` (indices) of one speaker, from ``start`` to ``end`` seconds."""
-
-    speaker: str
-    words: range
-    start: float
-    end: float
-
-    @property
-    def seconds(self) -> float:
-        return self.end - self.start
-
-
 def phrases(words: Sequence[Chunk], speakers: Sequence[str]) -> list[Phrase]:
     """The words cut into phrases: a new one at a change of speaker, after a sentence's end, after
     a pause of ``PHRASE_PAUSE_S`` and where the phrase would pass ``PHRASE_MAX_S``. Words without
@@ -155,7 +156,11 @@ def regrouped(
         if len(own) < MIN_PHRASES:
             continue
         matrix = np.stack([_unit(vectors[index]) for index in own])
-        halves = fcluster(linkage(matrix, method="average", metric="cosine"), 2, criterion="maxclust")
+        sample = matrix[:: -(-len(own) // MAX_CLUSTERED)]  # the linkage's memory grows with the square of its phrases
+        halves = fcluster(linkage(sample, method="average", metric="cosine"), 2, criterion="maxclust")
+        if len(sample) < len(own):  # every phrase to the nearer centre of the sample's two halves
+            centres = np.stack([_unit(sample[halves == half].mean(axis=0)) for half in (1, 2) if np.any(halves == half)])
+            halves = 1 + np.argmax(matrix @ centres.T, axis=1)
         sides = [[own[k] for k in range(len(own)) if halves[k] == half] for half in (1, 2)]
         seconds = [sum(spoken[index].seconds for index in side) for side in sides]
         if len(set(halves)) < 2 or min(seconds) < MIN_SIDE_S:

@@ -77,6 +77,14 @@ def test_a_speaker_holding_two_voices_loses_the_smaller_to_a_new_speaker_or_the_
     assert regrouped(spoken, vectors, may_add=False, new_label=pytest.fail) == [phrase.speaker for phrase in spoken]
 
 
+def test_a_speaker_with_more_phrases_than_are_clustered_is_split_by_a_sample_of_them(monkeypatch):
+    from speaker_transcripts.pipeline import phrase_speakers
+
+    spoken, vectors = two_voices(minor_seconds=MIN_SIDE_S + 1.5)
+    monkeypatch.setattr(phrase_speakers, "MAX_CLUSTERED", 4)  # A's 9 phrases: every third clustered, the rest by nearness
+    assert regrouped(spoken, vectors, may_add=True, new_label=lambda: "NEW") == ["A"] * 6 + ["NEW"] * 3 + ["B"] * 4
+
+
 def test_one_voice_a_few_odd_phrases_and_too_few_phrases_are_left_alone():
     spoken, vectors = two_voices(minor_seconds=MIN_SIDE_S + 1.5, angle=np.degrees(np.arccos(1.0 - SPLIT_DISTANCE)) - 5)
     assert regrouped(spoken, vectors, True, pytest.fail) == [phrase.speaker for phrase in spoken], "closer than the threshold"
