@@ -159,8 +159,8 @@ def regrouped(
         sample = matrix[:: -(-len(own) // MAX_CLUSTERED)]  # the linkage's memory grows with the square of its phrases
         halves = fcluster(linkage(sample, method="average", metric="cosine"), 2, criterion="maxclust")
         if len(sample) < len(own):  # every phrase to the nearer centre of the sample's two halves
-            centres = np.stack([_unit(sample[halves == half].mean(axis=0)) for half in (1, 2) if np.any(halves == half)])
-            halves = 1 + np.argmax(matrix @ centres.T, axis=1)
+            sampled = np.stack([_unit(sample[halves == half].mean(axis=0)) for half in (1, 2) if np.any(halves == half)])
+            halves = 1 + np.argmax(matrix @ sampled.T, axis=1)
         sides = [[own[k] for k in range(len(own)) if halves[k] == half] for half in (1, 2)]
         seconds = [sum(spoken[index].seconds for index in side) for side in sides]
         if len(set(halves)) < 2 or min(seconds) < MIN_SIDE_S:

@@ -246,7 +246,8 @@ class Transcriber:
         if embed is None or not words:
             return found
         hints = config.speaker_hints
-        may_add = "num_speakers" not in hints and len(found.speakers) < hints.get("max_speakers", len(found.speakers) + 1)
+        room = "max_speakers" not in hints or len(found.speakers) < hints["max_speakers"]
+        may_add = "num_speakers" not in hints and room
         return checked(found, words, samples, SAMPLING_RATE, embed, may_add)
 
     def _diarization_answer(self, found: Diarization, matches: list[NameMatch], config: InferenceConfig) -> dict[str, Any]:
