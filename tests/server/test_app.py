@@ -189,11 +189,10 @@ def test_headers_alone_decide_before_the_body_is_read(handler, speech_wav):
     key = "sk-local-test-key"
     with serving(create_app(lambda: handler, ServerSettings(api_key=key))) as base_url:
         host, port = base_url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as connection:
+        with socket.create_connection((host, int(port)), timeout=120) as connection:  # a failure guard only
             connection.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: 52428800\r\n\r\n")
-            started = time.monotonic()
-            answer = connection.recv(4096)
-        assert answer.startswith(b"HTTP/1.1 401") and time.monotonic() - started < 3, answer[:200]
+            answer = connection.recv(4096)  # no byte of the body is ever sent: only the headers can decide
+        assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
         with httpx.Client(base_url=base_url, timeout=30) as http:
             twice = http.post("/predict", content=speech_wav, headers=[("Content-Type", "audio/wav"),
                               ("Authorization", f"Bearer {key}"), ("Authorization", "Bearer other")])
@@ -317,7 +316,8 @@ def test_retry_after_is_the_time_until_a_slot_frees_not_the_whole_queue():
         queue = InferenceQueue(Sleeper(1.0), ServerSettings(max_queue=2), redact=str)
         await queue.run({})  # one call's time on record
         waiting = [asyncio.ensure_future(queue.run({})) for _ in range(3)]
-        await asyncio.sleep(0.3)
+        while queue.pending < 3:  # one running, two waiting
+            await asyncio.sleep(0.01)
         with pytest.raises(ServiceError) as refused:
             await queue.run({})
         pending = queue.pending

@@ -397,14 +397,12 @@ def test_a_full_queue_refuses_an_upload_before_reading_its_body(tiny_models, lim
             while httpx.get(base_url + "/ready", timeout=5).json()["queue"]["in_progress_or_waiting"] == 0:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-            with socket.create_connection((host, int(port)), timeout=10) as connection:
+            with socket.create_connection((host, int(port)), timeout=120) as connection:  # a failure guard only
                 connection.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: 900000\r\n\r\n")
-                started = time.monotonic()
-                answer = connection.recv(65536).decode()  # no byte of the body was sent
-                waited = time.monotonic() - started
+                answer = connection.recv(65536).decode()  # no byte of the body is ever sent: only the headers can decide
             release.set()
             assert running.result().status_code == 200
-    assert answer.startswith("HTTP/1.1 503") and "retry-after" in answer.lower() and named in answer and waited < 2.0
+    assert answer.startswith("HTTP/1.1 503") and "retry-after" in answer.lower() and named in answer
 
 
 def test_probes_answer_head_and_options_and_slashes_are_not_redirected(hardened_url):
