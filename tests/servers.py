@@ -16,11 +16,11 @@ from speaker_transcripts.server.connection_guard import guarded_config
 
 @contextmanager
 def serving(
-    app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0, log_level: str = "warning"
+    app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0, log_level: str = "warning", **options: Any
 ) -> Iterator[str]:
     """Run ``app`` under Uvicorn as ``speaker-transcripts serve`` does (connection guard from ``settings``)
-    on a free port; yield its base URL; stop it afterwards."""
-    config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level=log_level, lifespan="on")
+    on a free port; yield its base URL; stop it afterwards. ``options`` are more of Uvicorn's."""
+    config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level=log_level, lifespan="on", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()

@@ -62,12 +62,16 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         app.state.redact = SecretRedactor(handler.settings, settings)
         app.state.queue = InferenceQueue(handler, settings, app.state.redact, metrics)
         app.state.live = LiveSlots(settings.live_max_sessions)
-        access_log = logging.getLogger("uvicorn.access")
-        redacting = RedactingFilter(app.state.redact)  # a key sent in the query string is refused, and not logged
-        access_log.addFilter(redacting)
+        # A key sent in the query string is refused, and not logged: Uvicorn logs HTTP requests in its access
+        # log and WebSocket handshakes (the live route's URL) in its error log, both with the query string.
+        logs = [logging.getLogger("uvicorn.access"), logging.getLogger("uvicorn.error")]
+        redacting = RedactingFilter(app.state.redact)
+        for log in logs:
+            log.addFilter(redacting)
         logger.info("ready: ASR %s, auth %s", handler.configured.asr_model, "on" if settings.api_key else "off")
         yield
-        access_log.removeFilter(redacting)
+        for log in logs:
+            log.removeFilter(redacting)
         app.state.queue.close()
         app.state.live.executor.shutdown(wait=False, cancel_futures=True)
 

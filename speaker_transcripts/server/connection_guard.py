@@ -203,9 +203,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 def guarded_config(asgi_app: Any, settings: ServerSettings | None = None, **options: Any) -> uvicorn.Config:
     """Uvicorn's config with this guard: the header deadline and the connection cap from
     ``settings``, and its largest WebSocket frame (``LIVE_MAX_FRAME_KB``); ``options`` are Uvicorn's
-    (host, port, log_level)."""
+    (host, port, log_level). WebSocket keepalive pings are sent, but a late pong closes nothing: a
+    live session that stops reading a fast client (its backlog bound) leaves the client's pong in TCP
+    behind its audio, and the promise is that such a client is slowed, not dropped. A client that is
+    gone is found by the session's idle timeout and its write timeout instead."""
     settings = settings or ServerSettings()
     limits = limits_from_settings(settings)
+    options.setdefault("ws_ping_timeout", None)
     return uvicorn.Config(
         asgi_app, http=functools.partial(GuardedHttpToolsProtocol, limits=limits), ws_max_size=settings.live_max_frame_kb * 1024, **options
     )

@@ -8,6 +8,7 @@ without its details.
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -50,9 +51,14 @@ class SecretRedactor:
         return text
 
 
+# A query parameter that looks like a credential, whether or not it is the configured one (a mistyped
+# key is still somebody's secret): its value is blanked from the log.
+CREDENTIAL_PARAMETER = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|auth|authorization|password)=)[^&\s\"]*")
+
+
 class RedactingFilter(logging.Filter):
-    """Blanks the secrets out of a log record's arguments (Uvicorn's access log quotes the
-    request line, query string included)."""
+    """Blanks the secrets, and any credential-like query parameter, out of a log record's arguments
+    (Uvicorn's logs quote the request line and a WebSocket's URL, query string included)."""
 
     def __init__(self, redact: SecretRedactor) -> None:
         super().__init__()
@@ -60,7 +66,8 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(self.redact(arg) if isinstance(arg, str) else arg for arg in record.args)
+            record.args = tuple(CREDENTIAL_PARAMETER.sub(r"\1***", self.redact(arg)) if isinstance(arg, str) else arg
+                                for arg in record.args)
         return True
 
 

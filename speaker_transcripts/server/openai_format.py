@@ -9,6 +9,7 @@ left out rather than invented: the transformers pipeline does not report them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -18,6 +19,8 @@ from transformers.models.whisper.tokenization_whisper import LANGUAGES
 from speaker_transcripts.output.formats import cues_from_result, subtitle_cues, to_srt, to_vtt
 from speaker_transcripts.pipeline.transcript import Chunk, group_words
 
+# What a client may call the model it asks for (echoed in ``X-Model`` and in a live session's settings).
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 ResponseFormat = Literal["json", "text", "srt", "vtt", "verbose_json", "diarized_json"]
 Granularity = Literal["segment", "word"]
 TEXT_FORMATS: dict[str, str] = {"text": "text/plain", "srt": "application/x-subrip", "vtt": "text/vtt"}

@@ -18,7 +18,7 @@ import json
 import secrets
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from speaker_transcripts.config import KnownSpeaker
 from speaker_transcripts.errors import InvalidRequestError, shown
@@ -34,6 +34,7 @@ from speaker_transcripts.live.events import (
     TranscriptSegment,
 )
 from speaker_transcripts.live.turns import TurnDetection
+from speaker_transcripts.server.openai_format import MODEL_NAME
 
 RATES = (24000, 16000)  # OpenAI's pcm16 rate, and Whisper's own
 CLIENT_EVENTS = ("session.update", "transcription_session.update", "input_audio_buffer.append", "input_audio_buffer.commit", "input_audio_buffer.clear")
@@ -47,10 +48,19 @@ class SessionSettings(BaseModel):
     rate: Literal[24000, 16000] = 24000
     model: str | None = None
     language: str | None = None
-    prompt: str | None = None
+    prompt: str | None = Field(default=None, max_length=2000)  # the file routes' bound
     turn_detection: TurnDetection | None = Field(default_factory=TurnDetection)
-    diarize: bool | None = None
+    diarize: StrictBool | None = None  # "yes" is not a yes: refused, as the file routes refuse it
     known_speakers: tuple[KnownSpeaker, ...] = ()
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        """Echoed in every ``session.updated``: a model name as the file routes take it, or refused."""
+        if value is not None and not MODEL_NAME.fullmatch(value):
+            raise ValueError(f"{shown(value)} is not a model name (letters, digits and ._:/@+- only, at most 128); "
+                             "any name is accepted, the server's ASR_MODEL decodes")
+        return value
 
 
 class ProtocolError(InvalidRequestError):
@@ -65,7 +75,7 @@ def parse_event(text: str | bytes) -> dict[str, Any]:
     """A client frame as a JSON object with a known ``type``."""
     try:
         event = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: brackets nested thousands deep
         raise ProtocolError("the event is not valid JSON; send one JSON object per text frame", "invalid_json") from None
     if not isinstance(event, dict):
         raise ProtocolError(f"an event is a JSON object, got {type(event).__name__}", "invalid_event")
@@ -156,9 +166,26 @@ def _ga_rate(format_: Any) -> int:
             "invalid_value", "session.audio.input.format.type",
         )
     rate = format_.get("rate", 24000)
-    if rate not in RATES:
+    if type(rate) is not int or rate not in RATES:  # 16000.0 and True are not rates
         raise ProtocolError(f"audio/pcm at {shown(rate)} Hz is not supported; use 24000 or 16000", "invalid_value", "session.audio.input.format.rate")
     return int(rate)
+
+
+def requested_rate(event: dict[str, Any]) -> int | None:
+    """The audio rate a ``session.update`` asks for, if it asks for a valid one: the reader counts the
+    audio that follows in seconds with it (the session's thread checks the whole update, in order)."""
+    session = event.get("session")
+    if not isinstance(session, dict):
+        return None
+    try:
+        if event["type"] == "session.update":
+            audio = session.get("audio")
+            audio_input = audio.get("input") if isinstance(audio, dict) else None
+            has_format = isinstance(audio_input, dict) and audio_input.get("format") is not None
+            return _ga_rate(audio_input["format"]) if has_format else None  # type: ignore[index]
+        return _beta_rate(session["input_audio_format"]) if "input_audio_format" in session else None
+    except ProtocolError:
+        return None
 
 
 def _beta_rate(audio_format: Any) -> int:

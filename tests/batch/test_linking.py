@@ -3,7 +3,6 @@ direction, each file's copy of it that direction plus noise (similarity with its
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

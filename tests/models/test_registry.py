@@ -11,7 +11,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+import random
 import time
 
 import httpx
@@ -19,6 +21,7 @@ from websockets.asyncio.client import connect
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.pipeline.audio import decode_file
 from speaker_transcripts.server.app import create_app
+from speaker_transcripts.server.connection_guard import guarded_config
 
 RATE = 24000
 TRANSCRIPTION = {"type": "transcription", "audio": {"input": {"format": {"type": "audio/pcm", "rate": RATE},
@@ -140,7 +143,18 @@ def test_a_raw_websocket_client_with_the_beta_events_and_manual_commits(live_url
         (json.dumps({"type": "session.update", "session": {"audio": {"input": {"turn_detection": {"silence_duration_ms": -5}}}}}),
          "invalid_value"),
         (json.dumps({"type": "input_audio_buffer.commit"}), "invalid_value"),
+        ("[" * 200_000, "invalid_json"),  # nested too deep for the parser: an error event, not a dropped connection
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {"model": "whisper\r\n1"}}}}}),
+         "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {"model": "m" * 900_000}}}}}),
+         "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000.0}}}}}),
+         "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {"diarize": "yes"}}}}}), "invalid_value"),
+        (json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {"prompt": "p" * 900_000}}}}}),
+         "invalid_value"),
     ],
+    ids=lambda value: value[:40] if isinstance(value, str) else None,
 )
 def test_a_bad_event_gets_an_error_event_and_the_session_goes_on(live_url, pcm, frame, code):
     async def session() -> tuple[dict, dict]:
@@ -273,3 +287,171 @@ def test_a_session_ends_at_its_time_limit_with_its_open_turn_finished(live_handl
     expired = kinds.index("error")
     assert events[expired]["error"]["code"] == "session_expired"
     assert "conversation.item.input_audio_transcription.completed" in kinds[expired:]  # what was sent is transcribed
+
+
+def test_events_take_effect_in_the_order_sent_audio_right_after_an_update_is_read_at_its_rate(live_url, pcm):
+    """A client that sends 16-kHz audio right after the session.update that declares it, without waiting
+    for session.updated: the audio was read at the old 24-kHz rate (times 2/3 of the truth)."""
+    import av
+
+    frame = av.AudioFrame.from_ndarray(np.frombuffer(pcm, "<i2").reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = RATE
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=16000)
+    pcm16 = b"".join(bytes(out.planes[0])[: out.samples * 2] for out in [*resampler.resample(frame), *resampler.resample(None)])
+    seconds = 4.0
+    chunk = 3200  # 0.1 s at 16 kHz
+
+    async def session() -> list[dict]:
+        async with connect(ws_url(live_url)) as socket:
+            await socket.recv()
+            await socket.send(json.dumps({"type": "session.update", "session": {"audio": {"input": {
+                "format": {"type": "audio/pcm", "rate": 16000}, "turn_detection": None, "transcription": {"language": "en"}}}}}))
+            for start in range(0, int(16000 * seconds) * 2, chunk):
+                await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm16[start : start + chunk]).decode()}))
+            await socket.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            return await events_until(socket, "conversation.item.input_audio_transcription.completed")
+
+    events = asyncio.run(session())
+    assert events[0]["type"] == "session.updated" and events[0]["session"]["audio"]["input"]["format"]["rate"] == 16000
+    assert events[-1]["usage"]["seconds"] == pytest.approx(seconds, abs=0.05)
+
+
+def test_a_new_session_right_after_the_last_one_closed_is_served(live_handler, pcm):
+    """One slot: each session closes (the client's close, then the server's at the end of a time limit)
+    and the next connects at once; none is refused as server_busy."""
+    settings = ServerSettings(live_max_sessions=1)
+    with serving(create_app(lambda: live_handler, settings)) as base_url:
+        async def scenario() -> list[str]:
+            kinds = []
+            for _ in range(4):
+                async with connect(ws_url(base_url)) as socket:
+                    kinds.append(json.loads(await socket.recv())["type"])
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": appends(pcm)[10]}))
+            return kinds
+
+        assert asyncio.run(scenario()) == ["session.created"] * 4
+
+
+def test_frames_without_audio_do_not_keep_a_session_alive(live_handler):
+    """A client that sends a malformed frame (or a useless event) now and then held the only slot for
+    LIVE_MAX_SESSION_S: only audio counts as activity."""
+    with serving(create_app(lambda: live_handler, ServerSettings(live_idle_timeout_s=1.0))) as base_url:
+        async def scenario() -> tuple[list[str], int]:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                codes = []
+                with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                    async with asyncio.timeout(120):
+                        while True:
+                            await socket.send(random.choice(["x", json.dumps({"type": "input_audio_buffer.clear"})]))
+                            with contextlib.suppress(TimeoutError):
+                                async with asyncio.timeout(0.3):
+                                    event = json.loads(await socket.recv())
+                                    codes.append(event.get("error", {}).get("code") or event["type"])
+            return codes, closed.value.rcvd.code
+
+        codes, code = asyncio.run(scenario())
+    assert "session_idle" in codes and code == 1000
+
+
+def test_pending_events_are_bounded_the_reader_waits_and_nothing_is_lost(live_handler, speech_wav):
+    """session.update frames of 600 kB each, sent while the session's thread is busy (here: embedding a
+    known speaker's clip, held): the server reads at most a few of them, so the client's sends wait in
+    TCP instead of piling up in the server's memory; once the thread goes on, every one is answered."""
+    import threading
+
+    release = threading.Event()
+
+    class Held:
+        def __getattr__(self, name):
+            return getattr(live_handler, name)
+
+        def voice_embeddings(self, speakers):
+            release.wait(120)
+            return {}
+
+    clip = base64.b64encode(speech_wav).decode()
+    FRAMES = 120
+    frame = json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {"prompt": "p" * 600_000}}}}})
+    with serving(create_app(lambda: Held(), ServerSettings(live_max_frame_kb=1024))) as base_url:
+        async def scenario() -> tuple[bool, list[str]]:
+            async with connect(ws_url(base_url), max_size=None, compression=None) as socket:  # 72 MB on the wire, not deflated
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": {"audio": {"input": {"transcription": {
+                    "known_speakers": [{"name": "Ann", "audio": clip}]}}}}}))
+
+                async def flood() -> None:
+                    for _ in range(FRAMES):  # 72 MB: beyond what loopback's socket buffers hold (autotuned up to 32 + 4 MB)
+                        await socket.send(frame)
+
+                sending = asyncio.ensure_future(flood())
+                done, _ = await asyncio.wait({sending}, timeout=10)  # a server reading all of it takes well under a second
+                blocked = sending not in done
+                release.set()
+                await asyncio.wait_for(sending, 120)
+                answered = [event["type"] for event in await events_until(socket, "error", count=FRAMES)]
+                return blocked, answered
+
+        blocked, answered = asyncio.run(scenario())
+    assert blocked, "the server read every frame while its session could not keep up"
+    assert answered.count("error") == FRAMES  # each over-long prompt refused, in order, none dropped
+
+
+def test_a_fast_client_that_answers_pings_is_slowed_not_dropped(live_handler, pcm):
+    """Audio sent as fast as the socket takes it, a 0.5-s backlog bound, the server's keepalive pings
+    every 0.2 s: the reader stops reading, the client's pongs wait in TCP behind its audio, and the
+    session must still finish every turn (a late pong closed it with 1011 after 40 s before: Uvicorn's
+    20-s ping timeout; no ping times out now). The client here sends no pings of its own: one that
+    does is answered only once the server reads that far (README, Live transcription)."""
+    settings = ServerSettings(live_max_backlog_s=0.5)
+    with serving(create_app(lambda: live_handler, settings), settings, ws_ping_interval=0.2) as base_url:
+        assert guarded_config(create_app(lambda: live_handler, settings), settings).ws_ping_timeout is None
+        async def scenario() -> list[dict]:
+            async with connect(ws_url(base_url), ping_interval=None) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                for _ in range(2):
+                    for chunk in appends(pcm, seconds=0.5):
+                        await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                return await events_until(socket, "conversation.item.input_audio_transcription.completed", count=4, guard_s=300)
+
+        events = asyncio.run(scenario())
+    assert sum(event["type"] == "conversation.item.input_audio_transcription.completed" for event in events) == 4
+
+
+def test_a_key_in_the_websocket_url_is_refused_and_never_logged(keyed_url):
+    import logging
+
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    collect = Collect()
+    logs = [logging.getLogger("uvicorn.error"), logging.getLogger("uvicorn.access")]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.addHandler(collect)
+        log.setLevel(logging.INFO)
+
+    async def attempts() -> list[int]:
+        codes = []
+        for query in ("?intent=transcription&api_key=sk-live-test", "?intent=transcription&key=sk-live-test",
+                      "?intent=transcription&api_key=sk-typo-of-it"):
+            with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+                async with connect(ws_url(keyed_url, query)):
+                    pass
+            codes.append(refused.value.response.status_code)
+        return codes
+
+    try:
+        codes = asyncio.run(attempts())
+    finally:
+        for log, level in zip(logs, levels, strict=True):
+            log.removeHandler(collect)
+            log.setLevel(level)
+    assert codes == [401, 401, 401]
+    logged = "\n".join(records)
+    assert "/v1/realtime" in logged and "api_key=***" in logged
+    assert "sk-live-test" not in logged and "sk-typo-of-it" not in logged

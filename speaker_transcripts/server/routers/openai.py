@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any, Literal
 
@@ -25,6 +24,7 @@ from speaker_transcripts.server.errors import ServiceError, status_of
 from speaker_transcripts.server.inference import infer
 from speaker_transcripts.server.middleware import BEARER
 from speaker_transcripts.server.openai_format import (
+    MODEL_NAME,
     STREAMABLE_FORMATS,
     TEXT_FORMATS,
     DiarizedTranscription,
@@ -84,9 +84,6 @@ class KnownSpeakerFields(BaseModel):
                 "send one reference clip per name, in the same order"
             )
         return [{"name": name, "audio": audio} for name, audio in zip(names, references, strict=True)] or None
-
-
-MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 
 
 def check_model_name(model: str) -> None:

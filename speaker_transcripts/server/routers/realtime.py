@@ -7,11 +7,17 @@ their speaker (``.segment``) and each turn's whole text (``.completed``). The pr
 in ``realtime_protocol``, the session itself in ``live.session``, on the server's one set of models.
 
 Bounds (``ServerSettings``, README "Live transcription"): ``LIVE_MAX_SESSIONS`` at once (more are
-refused with an ``error`` event and close code 1013), ``LIVE_IDLE_TIMEOUT_S`` without a client
-event, ``LIVE_MAX_SESSION_S`` in all, ``LIVE_MAX_FRAME_KB`` a frame (Uvicorn's ``ws_max_size``: a
-bigger frame closes that session with 1009), and ``LIVE_MAX_BACKLOG_S`` of audio received but not
-yet processed: past it the server stops reading the socket until the session catches up, so a
-client sending faster than real time is slowed by TCP instead of filling memory. With
+refused with an ``error`` event and close code 1013), ``LIVE_IDLE_TIMEOUT_S`` without audio (other
+events, valid or not, do not keep a session alive), ``LIVE_MAX_SESSION_S`` in all,
+``LIVE_MAX_FRAME_KB`` a frame (Uvicorn's ``ws_max_size``: a bigger frame closes that session with
+1009), and the work a session may have pending: ``LIVE_MAX_BACKLOG_S`` of audio received but not
+yet processed, and at most ``MAX_PENDING_EVENTS`` other events (``MAX_PENDING_UPDATES`` of them
+``session.update``, whose frames may be large). Past either bound the server stops reading the
+socket until the session catches up, so a client sending faster than the session works is slowed by
+TCP instead of filling memory (the server's keepalive pings do not time out meanwhile: a client's
+pong waits in TCP behind its own events). Events take effect in the order they were sent: the
+session's thread applies each ``session.update`` before it turns the audio sent after it into
+samples, at the rate that update set. With
 ``API_KEY``, the key comes in ``Authorization: Bearer`` or, from a browser, in the subprotocol
 ``openai-insecure-api-key.<key>`` (never the query string); a wrong key is refused in the handshake (HTTP 401).
 """
@@ -27,7 +33,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketState
@@ -36,7 +41,7 @@ from speaker_transcripts.config import parse_parameters, resolve_request
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
 from speaker_transcripts.live.session import LiveConfig, LiveSession
-from speaker_transcripts.pipeline.audio import SAMPLING_RATE, PcmStream
+from speaker_transcripts.pipeline.audio import PcmStream
 from speaker_transcripts.server.errors import logger
 from speaker_transcripts.server.middleware import WRONG_KEY
 from speaker_transcripts.server.realtime_protocol import (
@@ -46,14 +51,20 @@ from speaker_transcripts.server.realtime_protocol import (
     error_event,
     new_id,
     parse_event,
+    requested_rate,
     server_event,
     session_object,
     updated_settings,
 )
 
 router = APIRouter()
+MAX_PENDING_EVENTS = 64  # events other than audio read but not yet applied (commits, clears, updates)
+MAX_PENDING_UPDATES = 2  # of which session.update: each may hold a frame of known-speaker clips
 BROWSER_KEY_PREFIX = "openai-insecure-api-key."
 REALTIME_SUBPROTOCOL = "realtime"
+
+
+SLOT_WAIT_S = 3.0  # a session that is ending frees its slot within this; a new one waits that long before server_busy
 
 
 class LiveSlots:
@@ -62,16 +73,25 @@ class LiveSlots:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.active = 0
+        self.freed = asyncio.Event()
         self.executor = ThreadPoolExecutor(max_workers=max(limit, 1), thread_name_prefix="live")
 
-    def take(self) -> bool:
-        if self.active >= self.limit:
-            return False
+    async def take(self, wait_s: float = SLOT_WAIT_S) -> bool:
+        """A slot, waiting up to ``wait_s`` for one: a client that opens its next session as soon as the
+        last one closed (its close frame crosses the server's cleanup) is not refused as busy."""
+        deadline = time.monotonic() + wait_s
+        while self.active >= self.limit:
+            self.freed.clear()
+            try:
+                await asyncio.wait_for(self.freed.wait(), timeout=max(deadline - time.monotonic(), 0.0))
+            except TimeoutError:
+                return False
         self.active += 1
         return True
 
     def give_back(self) -> None:
         self.active -= 1
+        self.freed.set()
 
 
 def _offered_key(websocket: WebSocket) -> tuple[bytes | None, bool]:
@@ -109,17 +129,27 @@ async def realtime(websocket: WebSocket) -> None:
         await _refuse(websocket, f"intent {intent!r} is not served here: this server runs transcription sessions (?intent=transcription)",
                       "invalid_intent", 1008)
         return
-    if not slots.take():
+    if not await slots.take():
         app.state.metrics.live_refused.labels("capacity").inc()
         await _refuse(websocket, f"the server is at capacity ({slots.limit} live sessions, LIVE_MAX_SESSIONS); try again later",
                       "server_busy", 1013, kind="server_error")
         return
     app.state.metrics.live_sessions.inc()
+    released = False
+
+    def release() -> None:
+        """Free the slot once: before the closing frame goes out, so a client that opens its next
+        session as soon as this one closes finds the slot free."""
+        nonlocal released
+        if not released:
+            released = True
+            slots.give_back()
+            app.state.metrics.live_sessions.dec()
+
     try:
-        await Connection(websocket, handler, settings, slots.executor).run()
+        await Connection(websocket, handler, settings, slots.executor, release).run()
     finally:
-        slots.give_back()
-        app.state.metrics.live_sessions.dec()
+        release()
 
 
 async def _refuse(websocket: WebSocket, message: str, code: str, close_code: int, kind: str = "invalid_request_error") -> None:
@@ -135,18 +165,22 @@ class Connection:
     """One accepted session: a reader of client events, a worker running the session in a thread
     (events in order, audio that piled up meanwhile taken in one go), and the limits in time."""
 
-    def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor) -> None:
+    def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor,
+                 release: Callable[[], None] = lambda: None) -> None:
         self.websocket = websocket
         self.handler = handler
         self.limits = settings
         self.executor = executor
+        self.release = release
         self.id = new_id("sess")
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
-        self.settings = SessionSettings()
+        self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
         self.voices: dict[str, Any] = {}  # known speakers' embeddings, made when they are set
         self.expires_at = time.time() + settings.live_max_session_s
         self.inbox: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
-        self.backlog = 0  # samples received, not yet processed
+        self.read_rate = self.settings.rate  # the rate of the audio being read: for the backlog's seconds only
+        self.backlog = 0.0  # seconds of audio received, not yet processed
+        self.pending = {"events": 0, "updates": 0}  # other events received, not yet applied
         self.caught_up = asyncio.Event()
         self.session: LiveSession | None = None
         self.stream: PcmStream | None = None
@@ -200,10 +234,11 @@ class Connection:
         return session_object(self.id, self.settings, self.handler.configured.asr_model, self.expires_at, self.beta)
 
     async def _read(self) -> str:
-        """Read client events until the client leaves ("gone") or idles ("idle")."""
+        """Read client events until the client leaves ("gone") or sends no audio for ``LIVE_IDLE_TIMEOUT_S`` ("idle")."""
+        idle_at = time.monotonic() + self.limits.live_idle_timeout_s
         while True:
             try:
-                message = await asyncio.wait_for(self.websocket.receive(), timeout=self.limits.live_idle_timeout_s)
+                message = await asyncio.wait_for(self.websocket.receive(), timeout=max(idle_at - time.monotonic(), 0.0))
             except TimeoutError:
                 await self.send(error_event(f"no event for {self.limits.live_idle_timeout_s:g} s (LIVE_IDLE_TIMEOUT_S); "
                                             "closing the session", "session_idle"))
@@ -217,34 +252,40 @@ class Connection:
             try:
                 event = parse_event(frame or b"")
                 client_event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
-                await self._accept(event, client_event_id)
+                if await self._accept(event, client_event_id):
+                    idle_at = time.monotonic() + self.limits.live_idle_timeout_s
             except ProtocolError as error:
                 await self.send(error_event(str(error), error.code, error.param, client_event_id))
             except InvalidRequestError as error:
                 await self.send(error_event(str(error), "invalid_value", None, client_event_id))
 
-    async def _accept(self, event: dict[str, Any], client_event_id: str | None) -> None:
+    async def _accept(self, event: dict[str, Any], client_event_id: str | None) -> bool:
+        """Queue one client event for the session's thread, in order; False if it carried no audio.
+        The reader waits (and TCP slows the client) while the session has as much pending as it may."""
         kind = event["type"]
-        if kind in ("session.update", "transcription_session.update"):
-            settings = updated_settings(self.settings, event)
-            if self.stream is not None and settings.rate != self.settings.rate:
-                raise ProtocolError("the audio format cannot change once audio was sent", "invalid_value", "session.audio.input.format")
-            if self.stream is not None and (settings.diarize, settings.known_speakers) != (self.settings.diarize, self.settings.known_speakers):
-                raise ProtocolError("diarize and known_speakers are set before the first audio is sent", "invalid_value",
-                                    "session.audio.input.transcription")
-            await self.inbox.put(("update", settings, client_event_id))
-        elif kind == "input_audio_buffer.append":
+        if kind == "input_audio_buffer.append":
             pcm = audio_of(event)
-            if self.stream is None:
-                self.stream = PcmStream(self.settings.rate)
-            samples = self.stream(pcm)
-            while self.backlog > self.limits.live_max_backlog_s * SAMPLING_RATE:  # the session is behind: stop reading
-                self.caught_up.clear()
-                await self.caught_up.wait()
-            self.backlog += len(samples)
-            await self.inbox.put(("audio", samples, client_event_id))
+            await self._room(lambda: self.backlog <= self.limits.live_max_backlog_s)
+            seconds = len(pcm) / 2 / self.read_rate
+            self.backlog += seconds
+            await self.inbox.put(("audio", (pcm, seconds), client_event_id))
+            return len(pcm) > 0
+        update = kind in ("session.update", "transcription_session.update")
+        await self._room(lambda: self.pending["events"] < MAX_PENDING_EVENTS and (not update or self.pending["updates"] < MAX_PENDING_UPDATES))
+        self.pending["events"] += 1
+        if update:
+            self.pending["updates"] += 1
+            self.read_rate = requested_rate(event) or self.read_rate
+            await self.inbox.put(("update", event, client_event_id))
         else:
             await self.inbox.put((kind.removeprefix("input_audio_buffer."), None, client_event_id))
+        return False
+
+    async def _room(self, has_room: Callable[[], bool]) -> None:
+        """Wait until the session has worked off enough of what is pending."""
+        while not has_room():
+            self.caught_up.clear()
+            await self.caught_up.wait()
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
@@ -253,9 +294,7 @@ class Connection:
             while not self.inbox.empty():
                 batch.append(self.inbox.get_nowait())
             for kind, value, client_event_id in _coalesced(batch):
-                if kind == "audio":
-                    self.backlog -= len(value)
-                    self.caught_up.set()
+                self._taken(kind, value)
                 self.running = loop.run_in_executor(self.executor, self._apply, kind, value)
                 try:
                     events = await self.running
@@ -275,16 +314,29 @@ class Connection:
                 for event in events:
                     await self.send(server_event(event))
                 if kind == "close":
+                    self.release()
                     await self.close(1000)
                     return
+
+    def _taken(self, kind: str, value: Any) -> None:
+        """The session's thread takes an event: it no longer counts as pending, and a reader waiting for room goes on."""
+        if kind == "audio":
+            self.backlog -= value[1]
+        elif kind != "close":
+            self.pending["events"] -= 1
+            self.pending["updates"] -= kind == "update"
+        self.caught_up.set()
 
     def _apply(self, kind: str, value: Any) -> list[LiveEvent]:
         """One client command on the session, in the session's thread; the session starts with the first audio."""
         if self.stopped.is_set():
             raise RequestAbandoned("the client left")
         if kind == "update":
-            self._update(value)
+            self._update(updated_settings(self.settings, value))
             return []
+        if kind == "audio":  # at the rate the updates applied so far set
+            self.stream = self.stream or PcmStream(self.settings.rate)
+            value = self.stream(value[0])
         if self.session is None:
             if kind == "commit":
                 raise InvalidRequestError("the input audio buffer is empty; nothing to commit")
@@ -307,6 +359,11 @@ class Connection:
 
     def _update(self, settings: SessionSettings) -> None:
         """Check a new configuration against the loaded models (a file request's rules) and apply it."""
+        if self.stream is not None and settings.rate != self.settings.rate:
+            raise ProtocolError("the audio format cannot change once audio was sent", "invalid_value", "session.audio.input.format")
+        if self.stream is not None and (settings.diarize, settings.known_speakers) != (self.settings.diarize, self.settings.known_speakers):
+            raise ProtocolError("diarize and known_speakers are set before the first audio is sent", "invalid_value",
+                                "session.audio.input.transcription")
         parameters: dict[str, Any] = {"language": settings.language, "prompt": settings.prompt,
                                       "known_speakers": [speaker.model_dump() for speaker in settings.known_speakers]}
         if settings.diarize is not None:
@@ -331,7 +388,8 @@ def _coalesced(batch: list[tuple[str, Any, str | None]]) -> list[tuple[str, Any,
     merged: list[tuple[str, Any, str | None]] = []
     for kind, value, client_event_id in batch:
         if kind == "audio" and merged and merged[-1][0] == "audio":
-            merged[-1] = ("audio", np.concatenate([merged[-1][1], value]), client_event_id)
+            pieces, seconds = merged[-1][1]
+            merged[-1] = ("audio", ([*pieces, value[0]], seconds + value[1]), client_event_id)
         else:
-            merged.append((kind, value, client_event_id))
-    return merged
+            merged.append((kind, ([value[0]], value[1]) if kind == "audio" else value, client_event_id))
+    return [(kind, (b"".join(value[0]), value[1]) if kind == "audio" else value, event_id) for kind, value, event_id in merged]
