@@ -15,6 +15,13 @@ that end before the last committed word's end are dropped, and where the hypothe
 ``NGRAM_WINDOW_S`` of the commit point with up to ``MAX_NGRAM`` words already committed (a word
 that straddles the commit time), those are dropped too (``HypothesisBuffer.insert``).
 
+A word far enough from the end of the audio a decode heard is final after that one decode
+(AlignAtt, Simul-Whisper / SimulStreaming: decoding stops where the alignment heads' attention
+reaches the last frames, and what came before is committed): ``update(hypothesis, heard_until)``
+also commits the hypothesis' words up to the first that ends within ``SETTLED_S`` of
+``heard_until``. The word times come from those same alignment heads (word timestamps), so it is
+AlignAtt's rule read off the words; LocalAgreement still commits what two decodes agree on sooner.
+
 Pure Python on ``transcript.Chunk`` words (session seconds): tested without a model.
 """
 
@@ -29,6 +36,9 @@ from speaker_transcripts.pipeline.transcript import Chunk
 OVERLAP_TOLERANCE_S = 0.1
 NGRAM_WINDOW_S = 1.0
 MAX_NGRAM = 5
+# A word ending this long before the end of the audio heard is settled (AlignAtt's frame threshold:
+# SimulStreaming stops 25 frames = 0.5 s before the end; 0.5 here: the same latency, more words wrong on bench/live.py).
+SETTLED_S = 1.0
 
 
 def _spelled(word: Chunk) -> str:
@@ -48,14 +58,17 @@ class LocalAgreement:
         self.tentative: list[Chunk] = []  # the last hypothesis past the committed words
         self.last_end = 0.0  # session seconds: the last committed word's end
 
-    def update(self, hypothesis: Sequence[Chunk]) -> list[Chunk]:
-        """Insert a new hypothesis (words on the session clock); return the newly final words."""
+    def update(self, hypothesis: Sequence[Chunk], heard_until: float | None = None) -> list[Chunk]:
+        """Insert a new hypothesis (words on the session clock) of the audio up to ``heard_until``
+        (None: agreement alone); return the newly final words."""
         new = [word for word in hypothesis if word.start > self.last_end - OVERLAP_TOLERANCE_S and word.text.strip()]
         new = self._without_recommitted(new)
         agreed: list[Chunk] = []
-        while new and self.tentative and _same(new[0], self.tentative[0]):
+        while new and ((self.tentative and _same(new[0], self.tentative[0]))
+                       or (heard_until is not None and new[0].end <= heard_until - SETTLED_S)):
+            if self.tentative and _same(new[0], self.tentative[0]):
+                self.tentative.pop(0)
             agreed.append(new.pop(0))
-            self.tentative.pop(0)
         self.tentative = new
         self._commit(agreed)
         return agreed

@@ -5,21 +5,29 @@ them): Silero's network, fed window by window (``speech_gate.SpeechStream``), de
 (``turns.TurnDetector``, OpenAI's ``server_vad``); Whisper decodes the turn's audio so far as one
 speech piece (``asr.SpeechRecognizer.transcribe``, word timestamps, the recent final text as its
 prompt) every ``MIN_STEP_S`` of new audio, or as soon as the last decode is done when decoding is
-slower than that; ``agreement.LocalAgreement`` keeps the words two decodes agree on. When the turn
-stops, its audio is decoded once more and the last hypothesis becomes final. The decoded buffer
-is cut at the last final sentence end once it passes ``TRIM_S`` (at the last final word past
-``FORCE_TRIM_S``), so a decode costs the same in the first minute and the sixtieth.
+slower than that. A decode is sized to its buffer: the encoder reads the buffer and a margin, not
+30 s (``models/encoder_window.py``), the token budget is the buffer's, and an interim hypothesis
+that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
+words two decodes agree on, and the words that end a second or more before the audio heard
+(AlignAtt's rule). When the turn stops, its audio is decoded once more and the last hypothesis
+becomes final. The decoded buffer is cut at the last final sentence end once it passes ``TRIM_S``
+(at the last final word past ``FORCE_TRIM_S``), so a decode costs the same in the first minute and
+the sixtieth.
 
-Speakers come from ``speakers.LiveDiarizer``; final words are labelled by the file path's
-``diarization.word_speakers`` once the timeline is final over them, and sent as sentence-sized
-``TranscriptSegment``s (``transcript.segment_ranges``) that never change.
+Speakers come from ``speakers.LiveDiarizer``, whose steps run beside the decodes on the other core
+and are never waited for (only a turn's end waits, for its last segments); final words are labelled
+by the file path's ``diarization.word_speakers`` once the timeline is final over them, and sent as
+sentence-sized ``TranscriptSegment``s (``transcript.segment_ranges``) that never change.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -50,12 +58,15 @@ from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, joined
 
 MIN_STEP_S = 0.5  # new audio a decode waits for
 HOLD_S = 0.0  # words ending this close to the end of the audio heard are not final yet
-TRIM_S = 15.0  # whisper_streaming's buffer_trimming_sec
+TRIM_S = 15.0
 FORCE_TRIM_S = 25.0  # past this, cut at the last final word even mid-sentence
 MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode never sees more
 PROMPT_CHARS = 200  # recent final text given to Whisper as what was said before (whisper_streaming's 200)
 KEEP_BEFORE_S = 2.0  # audio kept before a turn can start (prefix padding)
 MIN_COMMIT_S = 0.1  # OpenAI's: a commit of less audio is an error
+# A decode's token budget is its buffer's (asr.token_budget) up to this; a longer buffer keeps this
+# one's 315 tokens, so that the budget and a 200-character prompt fit Whisper's 448 positions.
+BUDGETED_S = 20
 
 
 class LiveModels(Protocol):
@@ -82,36 +93,41 @@ class LiveConfig:
 
 
 class SessionAudio:
-    """The session's 16 kHz samples from ``start`` (absolute index) to ``end``; older ones dropped."""
+    """The session's 16 kHz samples from ``start`` (absolute index) to ``end``; older ones dropped.
+    The diarizer reads it from its own thread while the session appends: a lock keeps each call whole."""
 
     def __init__(self) -> None:
         self._data = np.zeros(SAMPLING_RATE * 8, dtype=np.float32)
         self._used = 0
         self.start = 0
+        self._lock = threading.Lock()
 
     @property
     def end(self) -> int:
         return self.start + self._used
 
     def append(self, samples: np.ndarray) -> None:
-        if self._used + len(samples) > len(self._data):
-            grown = np.zeros(max(2 * len(self._data), self._used + len(samples)), dtype=np.float32)
-            grown[: self._used] = self._data[: self._used]
-            self._data = grown
-        self._data[self._used : self._used + len(samples)] = samples
-        self._used += len(samples)
+        with self._lock:
+            if self._used + len(samples) > len(self._data):
+                grown = np.zeros(max(2 * len(self._data), self._used + len(samples)), dtype=np.float32)
+                grown[: self._used] = self._data[: self._used]
+                self._data = grown
+            self._data[self._used : self._used + len(samples)] = samples
+            self._used += len(samples)
 
     def read(self, start: int, end: int) -> np.ndarray:
         """The samples ``[start, end)`` that are still kept (a window reaching before them gets fewer)."""
-        start = max(start, self.start)
-        return self._data[start - self.start : max(min(end, self.end), start) - self.start].copy()
+        with self._lock:
+            start = max(start, self.start)
+            return self._data[start - self.start : max(min(end, self.end), start) - self.start].copy()
 
     def drop_before(self, sample: int) -> None:
-        cut = min(max(sample - self.start, 0), self._used)
-        if cut:
-            self._data[: self._used - cut] = self._data[cut : self._used]
-            self._used -= cut
-            self.start += cut
+        with self._lock:
+            cut = min(max(sample - self.start, 0), self._used)
+            if cut:
+                self._data[: self._used - cut] = self._data[cut : self._used]
+                self._used -= cut
+                self.start += cut
 
 
 @dataclass
@@ -156,6 +172,7 @@ class LiveSession:
         self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
         self.segments = 0
         self.diarizer: LiveDiarizer | None = None
+        self._catching_up: Future[Any] | None = None  # the diarizer's step in flight, beside the decodes
         if config.diarize and supports_live_diarization(models.diarization_pipeline):
             clustering = OnlineClustering(ClusteringSettings(), config.known_speakers)
             self.diarizer = LiveDiarizer(models.diarization_pipeline, clustering, SAMPLING_RATE, DiarizerSettings(), should_stop)
@@ -247,33 +264,55 @@ class LiveSession:
             return []
         events: list[LiveEvent] = []
         if decoding:
-            events += self._deliver(item, item.agreement.update(heard))
+            events += self._deliver(item, item.agreement.update(heard, self.audio.end / SAMPLING_RATE))
             events += self._trim(item)
         return events + self._segments(item, self.audio.end, final=False)
 
     def _decode_and_diarize(self, start: int | None, end: int, final: bool) -> list[Chunk]:
-        """With the models held: Whisper's words for ``[start, end)`` (None: no decode) while the
-        diarizer catches up to ``end`` beside it, on the other core (as file requests run them);
-        ``final``: the timeline up to ``end`` becomes final with the windows there are."""
+        """With the models held: Whisper's words for ``[start, end)`` (None: no decode), while the
+        diarizer catches up to ``end`` beside it, on the other core (as file requests run them). A
+        decode never waits for the diarizer: a step still running is left to finish and the next one
+        starts after it. ``final``: the timeline up to ``end`` becomes final with the windows there
+        are, and that is waited for (the turn's last segments need it)."""
         with self.models.exclusive():
-            catching_up = (
-                self.models.beside.submit(self.diarizer.advance, self.audio.read, end, final) if self.diarizer is not None else None
-            )
+            if self.diarizer is not None:
+                if final:
+                    self._diarizer_done(wait=True)
+                if self._diarizer_done(wait=False):
+                    self._catching_up = self.models.beside.submit(self.diarizer.advance, self.audio.read, end, final)
             try:
-                return self._decode(start, end) if start is not None else []
+                return self._decode(start, end, final) if start is not None else []
             finally:
-                if catching_up is not None:
-                    catching_up.result()
+                if final:
+                    self._diarizer_done(wait=True)
 
-    def _decode(self, start: int, end: int) -> list[Chunk]:
-        """Whisper's words for the session's samples ``[start, end)``, on the session's clock."""
+    def _diarizer_done(self, wait: bool) -> bool:
+        """Whether the diarizer has no step in flight (its error, if it had one, raised here); ``wait``
+        for the one in flight first."""
+        running = self._catching_up
+        if running is None:
+            return True
+        if not wait and not running.done():
+            return False
+        self._catching_up = None
+        running.result()
+        return True
+
+    def _decode(self, start: int, end: int, final: bool) -> list[Chunk]:
+        """Whisper's words for the session's samples ``[start, end)``, on the session's clock. The
+        encoder reads the buffer and a margin, not 30 s, and the token budget is the buffer's
+        (``asr.token_budget``): a looping decode stops within a second's worth of tokens. An interim
+        hypothesis that loops is dropped (the next decode hears more); a final one is decoded again."""
         samples = self.audio.read(start, end)
         self.item.last_decoded = end  # type: ignore[union-attr]
         if len(samples) < WINDOW:
             return []
-        config = InferenceConfig(language=self.language, return_timestamps="word", batch_size=1, assisted=False, prompt=self._prompt(start))
+        seconds = len(samples) / SAMPLING_RATE
+        config = InferenceConfig(language=self.language, return_timestamps="word", batch_size=1, assisted=False, prompt=self._prompt(start),
+                                 chunk_length_s=min(max(math.ceil(seconds), 1), BUDGETED_S))
         transcript = self.models.recognizer.transcribe(  # the caller holds the models (_decode_and_diarize)
-            samples, config, len(samples) / SAMPLING_RATE, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop
+            samples, config, seconds, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop,
+            sized_window=True, retry_loops=final,
         )
         self.language = self.language or transcript.language
         offset = start / SAMPLING_RATE
@@ -321,7 +360,7 @@ class LiveSession:
     def _segments(self, item: _Item, end: int, final: bool) -> list[LiveEvent]:
         """Sentence-sized runs of final words with their speaker, for the words the speaker
         timeline is final over; the last run waits for more words unless the turn is over."""
-        if self.diarizer is None:
+        if self.diarizer is None or not self._diarizer_done(wait=False):  # its timeline is read only between its steps
             return []
         unsent = item.words[item.sent :]
         covered = len(unsent) if final else next((n for n, word in enumerate(unsent) if word.end > self.diarizer.horizon), len(unsent))

@@ -21,7 +21,7 @@ import copy
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 from speaker_transcripts.config import InferenceConfig, ModelCapabilities, ModelSettings, token_budget
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.models.cpu_fast_path import encoder_of, speed_up_for_cpu
+from speaker_transcripts.models.encoder_window import encoder_window, window_frames
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
@@ -272,6 +273,8 @@ class SpeechRecognizer:
         pieces: Sequence[Piece] | None = None,
         on_segment: Callable[[Chunk], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        sized_window: bool = False,
+        retry_loops: bool = True,
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
 
@@ -281,7 +284,12 @@ class SpeechRecognizer:
         ``on_progress`` hears, while decoding, about how many seconds of audio are done, and
         ``on_segment`` gets each chunk as soon as its piece is decoded (in order; the chunked
         pipeline only hands chunks over at the end). ``should_stop`` is asked at every decoder
-        step; when it says yes, ``RequestAbandoned`` ends the work within a step.
+        step; when it says yes, ``RequestAbandoned`` ends the work within a step. ``sized_window``
+        (with ``pieces``): the encoder reads each batch's longest piece and a margin, not 30 s
+        (``models/encoder_window.py``; a live session's decodes of a few seconds). Without
+        ``retry_loops`` a piece whose text loops gives no words instead of being decoded again (a live
+        session's interim decode: the next one hears more and is as soon; four more decodes of a
+        looping second cost it 10-14 s on 2 cores).
         """
         with torch_threads(self.loop_threads):
             options, language = self._decoding_options(samples, config, pieces)
@@ -297,7 +305,7 @@ class SpeechRecognizer:
                     for chunk in chunks if on_segment is not None else ():
                         on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
                 else:
-                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment)
+                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment, sized_window, retry_loops)
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
 
     def _decoding_options(
@@ -351,6 +359,8 @@ class SpeechRecognizer:
         options: dict[str, Any],
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
+        sized_window: bool = False,
+        retry_loops: bool = True,
     ) -> list[Chunk]:
         """Each piece is one short-form input; the pipeline batches them as they are handed out.
         A piece's chunks are final once it is decoded, so they are handed on there and then.
@@ -378,7 +388,7 @@ class SpeechRecognizer:
 
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
-            with self._one_pass_per_piece(pieces, options) as one_pass:
+            with self._one_pass_per_piece(pieces, options, sized_window) as one_pass:
                 for first, last, group_batch in groups:
                     inputs = (
                         {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE}
@@ -394,7 +404,7 @@ class SpeechRecognizer:
                             progress.piece_done()
                         hand_on()
             for index, reason in sorted(suspect.items()):
-                decoded[index] = self._decoded_again(samples, pieces[index], duration, options, reason)
+                decoded[index] = self._decoded_again(samples, pieces[index], duration, options, reason) if retry_loops else []
                 del suspect[index]
                 progress.piece_done()
                 hand_on()
@@ -428,7 +438,7 @@ class SpeechRecognizer:
         return best
 
     @contextmanager
-    def _one_pass_per_piece(self, pieces: Sequence[Piece], options: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _one_pass_per_piece(self, pieces: Sequence[Piece], options: dict[str, Any], sized_window: bool = False) -> Iterator[dict[str, Any]]:
         """The pipeline's options for decoding each piece in one pass (``piece_ending.py``).
 
         ``FinishEachPiece`` needs each row's audio length, which the pipeline does not pass on:
@@ -438,7 +448,9 @@ class SpeechRecognizer:
         read them side by side (IndexError); its ``token_timestamps`` cover the sequences, so
         ``segments`` are dropped from the answer. With a prompt, the sequences start with it, and the
         pipeline would give each word the time of the word a prompt's length before it (``Good``
-        0.0-0.0, ``morning,`` 0.0-0.0 instead of 0.0-0.44, 0.44-1.14): the prompt is cut off them."""
+        0.0-0.0, ``morning,`` 0.0-0.0 instead of 0.0-0.44, 0.44-1.14): the prompt is cut off them.
+        With ``sized_window`` the features are cut to the rows' longest piece and a margin and the
+        encoder reads only those (``encoder_window``)."""
         finishing = FinishEachPiece(self.model.generation_config)
         start_of_transcript = self.model.generation_config.decoder_start_token_id
         lengths = [piece.length / SAMPLING_RATE for piece in pieces]
@@ -449,7 +461,13 @@ class SpeechRecognizer:
             rows = 0 if features is None else features.shape[0]
             finishing.piece_seconds = lengths[:rows]
             del lengths[:rows]
-            output = generate(*args, **kwargs)
+            window = nullcontext()
+            if sized_window and rows:
+                frames = window_frames(max(finishing.piece_seconds), features.shape[-1])
+                args, kwargs = _features_cut(args, kwargs, frames)
+                window = encoder_window(self.model, frames)
+            with window:
+                output = generate(*args, **kwargs)
             if isinstance(output, dict) and "segments" in output and "token_timestamps" in output:
                 output = {key: value for key, value in output.items() if key != "segments"}
                 if kwargs.get("prompt_ids") is not None:  # the prompt's positions would shift every word's time
@@ -592,6 +610,17 @@ FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6)
 # Whisper writes about 3 tokens per second of English speech with timestamps (measured on the dev
 # conversations); a batch is expected to take this many decoder steps per second of its longest piece.
 EXPECTED_STEPS_PER_S = 4.0
+
+
+def _features_cut(args: tuple, kwargs: dict[str, Any], frames: int) -> tuple[tuple, dict[str, Any]]:
+    """``generate``'s arguments with the mel features (and their attention mask) cut to ``frames``."""
+    if "input_features" in kwargs:
+        kwargs = {**kwargs, "input_features": kwargs["input_features"][..., :frames]}
+    else:
+        args = (args[0][..., :frames], *args[1:])
+    if kwargs.get("attention_mask") is not None:
+        kwargs["attention_mask"] = kwargs["attention_mask"][..., :frames]
+    return args, kwargs
 
 
 class _PieceProgress:

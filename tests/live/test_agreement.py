@@ -41,3 +41,17 @@ def test_flush_makes_the_last_hypothesis_final():
     agreement.update(words(("Yes", 0.0, 0.3)))
     assert [word.text for word in agreement.flush()] == [" Yes"]
     assert agreement.tentative == [] and agreement.last_end == 0.3
+
+
+def test_a_word_well_before_the_end_of_the_audio_heard_is_final_after_one_decode():
+    """AlignAtt's rule read off the word times: words ending SETTLED_S or more before the end of the
+    audio the decode heard are final at once, up to the first that does not; the rest wait for agreement."""
+    from speaker_transcripts.live.agreement import SETTLED_S
+
+    agreement = LocalAgreement()
+    heard = words(("Go", 0.0, 0.3), ("forward", 0.3, 0.7), ("ten", 0.7, 0.9), ("meters.", 0.9, 1.4))
+    final = agreement.update(heard, heard_until=0.8 + SETTLED_S)
+    assert [word.text for word in final] == [" Go", " forward"]
+    assert [word.text for word in agreement.tentative] == [" ten", " meters."]
+    assert agreement.update(heard, heard_until=0.8 + SETTLED_S) == heard[2:]  # then agreement: the next decode says the same
+    assert LocalAgreement().update(heard, heard_until=None) == []  # agreement alone: nothing after one decode

@@ -102,9 +102,9 @@ def test_a_long_turn_is_decoded_in_a_bounded_buffer_and_its_audio_is_not_kept(li
     heard: list[float] = []
     decode = LiveSession._decode
 
-    def spy(self, start, end):
+    def spy(self, start, end, final):
         heard.append((end - start) / RATE)
-        return decode(self, start, end)
+        return decode(self, start, end, final)
 
     monkeypatch.setattr(LiveSession, "_decode", spy)
     monkeypatch.setattr(live, "TRIM_S", 5.0)  # tiny random Whisper ends few sentences: trim early to see the rule
@@ -124,3 +124,43 @@ def test_a_session_told_to_stop_stops_within_a_decode(live_handler, conversation
     stop[0] = True
     with pytest.raises(RequestAbandoned):
         stream(session, conversation[RATE:])
+
+
+def test_a_decode_never_waits_for_the_diarizer_and_the_turn_end_does(live_handler, conversation, monkeypatch):
+    """The diarizer's step is held: the session goes on decoding and sends words (no segments: the
+    timeline is read only between its steps); once released, the turn's end waits for it and every
+    final word gets its segment."""
+    import threading
+
+    from speaker_transcripts.live import speakers
+
+    release, holding = threading.Event(), threading.Event()
+    real_advance = speakers.LiveDiarizer.advance
+
+    def held_advance(self, read, available, final=False):
+        if not release.is_set():
+            holding.set()
+            release.wait(120)  # a failure guard only
+        return real_advance(self, read, available, final)
+
+    monkeypatch.setattr(speakers.LiveDiarizer, "advance", held_advance)
+    decodes: list[bool] = []
+    real_decode = LiveSession._decode
+
+    def counted(self, start, end, final):
+        decodes.append(release.is_set())
+        return real_decode(self, start, end, final)
+
+    monkeypatch.setattr(LiveSession, "_decode", counted)
+    session = LiveSession(live_handler, LiveConfig(language="en"))
+    speech_s = (len(conversation) / RATE - 3.5) / 2  # the fixture: 0.5 s quiet, speech, 1.5 s, speech, 1.5 s
+    first_turn = conversation[: int((0.5 + 0.9 * speech_s) * RATE)]  # inside the first turn: nothing ends it yet
+    while_held = stream(session, first_turn)
+    assert holding.is_set() and not release.is_set()
+    assert decodes.count(False) >= 3  # Whisper went on while the diarizer's first step was held
+    assert not any(isinstance(event, TranscriptSegment) for event in while_held)
+    release.set()
+    after = stream(session, conversation[len(first_turn):]) + session.close()
+    words = sum(len(event.ends) for event in while_held + after if isinstance(event, TranscriptDelta))
+    segmented = sum(len(event.text.split()) for event in while_held + after if isinstance(event, TranscriptSegment))
+    assert words > 0 and segmented > 0

@@ -311,3 +311,40 @@ def test_a_loop_that_persists_falls_back_to_sampling_and_keeps_the_least_repetit
     options, _ = recognizer._decoding_options(speech.samples, InferenceConfig(language="en"), [piece])
     recognizer._decoded_again(speech.samples, piece, speech.duration, options, "a test loop")
     assert calls == [None, 0.2, 0.4]
+
+
+def test_without_retries_a_looping_piece_gives_no_words_and_is_not_decoded_again(recognizers, speech, monkeypatch):
+    """A live session's interim decode (``retry_loops=False``): the looping hypothesis is dropped."""
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline.long_form import Piece
+
+    recognizer = recognizers["english"]
+    monkeypatch.setattr(asr, "looping", lambda text: "a test loop")
+    monkeypatch.setattr(asr.SpeechRecognizer, "_decoded_again", lambda *a, **k: pytest.fail("decoded again"))
+    piece = [Piece(spans=((0, len(speech.samples)),))]
+    dropped = recognizer.transcribe(speech.samples, InferenceConfig(language="en"), speech.duration, pieces=piece, retry_loops=False)
+    assert dropped.chunks == [] and dropped.text == ""
+
+
+def test_a_sized_window_encodes_the_piece_and_a_margin_and_times_words_inside_the_audio(recognizers, speech, monkeypatch):
+    """``sized_window``: the encoder reads the piece plus the margin (never 3,000 frames for a few
+    seconds), the word times stay inside the audio, and the model is whole again afterwards."""
+    from speaker_transcripts.models.encoder_window import window_frames
+    from speaker_transcripts.pipeline.long_form import Piece
+
+    recognizer = recognizers["english"]
+    encoder = recognizer.model.get_encoder()
+    seen: list[int] = []
+    handle = encoder.register_forward_pre_hook(
+        lambda _module, args, kwargs: seen.append((args[0] if args else kwargs["input_features"]).shape[-1]), with_kwargs=True)
+    try:
+        config = InferenceConfig(language="en", return_timestamps="word")
+        piece = [Piece(spans=((0, len(speech.samples)),))]
+        sized = recognizer.transcribe(speech.samples, config, speech.duration, pieces=piece, sized_window=True)
+        with_sized, seen[:] = list(seen), []
+        recognizer.transcribe(speech.samples, config, speech.duration, pieces=piece)
+    finally:
+        handle.remove()
+    assert set(with_sized) == {window_frames(speech.duration, 3000)} and set(seen) == {3000}
+    assert all(0 <= word.start <= word.end <= speech.duration + 0.02 for word in sized.chunks)
+    assert recognizer.model.config.max_source_positions == 1500

@@ -1,0 +1,58 @@
+"""Whisper's encoder over a window sized to the audio instead of 30 s.
+
+Whisper pads every input to 30 s of mel frames (3,000) and its encoder attends over all of them,
+however short the audio: a live decode of a 5-s turn pays for 25 s of padding, most of what the
+decode costs. The encoder itself takes any length up to 1,500 positions once the positional
+embedding is cut to match (whisper.cpp's ``audio_ctx``; CTranslate2 since its PR #1446; the idea
+of transformers PR #31991). Measured (issue 51, whisper-base int8 in CTranslate2, a 5-s clip,
+greedy, one thread): 3,000 frames encode in 1,492 ms, 700 frames (the clip + 2 s) in 134 ms, with
+identical text. A window shorter than the audio makes Whisper loop on repetition (whisper.cpp
+#1117, #1951; 400 frames on that clip), so the window always holds the audio plus ``MARGIN_S``.
+
+transformers (5.24) checks that ``input_features`` hold exactly ``2 x max_source_positions``
+frames and adds every positional embedding; within ``encoder_window`` the model's config says
+the window's positions and the encoder's positional embedding is a view of its first rows, so
+generation, its short-form path and the word alignment (cross-attention over the window's
+positions) run unchanged. The model is shared: the caller holds it exclusively meanwhile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from torch import nn
+
+MARGIN_S = 2.0  # audio-free frames kept after the audio: the window is never cut to the audio's edge
+SHORTEST_S = 6.0  # below this Whisper loops on a second of speech (" No." decoded into a 2.7:1 repetition)
+FRAMES_PER_S = 100  # Whisper's mel hop: 10 ms
+
+
+def window_frames(seconds: float, full_frames: int) -> int:
+    """The mel frames a window for ``seconds`` of audio needs: the audio and the margin, at least
+    ``SHORTEST_S``, rounded up to an even count (the encoder's second convolution halves it), never
+    more than the full window."""
+    frames = math.ceil(max(seconds + MARGIN_S, SHORTEST_S) * FRAMES_PER_S)
+    return min(frames + frames % 2, full_frames)
+
+
+@contextmanager
+def encoder_window(model: nn.Module, frames: int) -> Iterator[None]:
+    """While inside, ``model`` (a ``WhisperForConditionalGeneration``) encodes ``frames`` mel frames
+    (even, at most its full window) instead of the full window; its config and encoder are restored after."""
+    config = model.config
+    full_positions = config.max_source_positions
+    positions = frames // 2
+    if positions >= full_positions:
+        yield
+        return
+    encoder = model.get_encoder()
+    embedding = encoder.embed_positions
+    encoder.embed_positions = nn.Embedding.from_pretrained(embedding.weight[:positions], freeze=True)
+    config.max_source_positions = positions
+    try:
+        yield
+    finally:
+        config.max_source_positions = full_positions
+        encoder.embed_positions = embedding
