@@ -39,6 +39,12 @@ SELF_HOSTED_DIARIZATION_MODEL = "pyannote-campplus"
 WHISPER_WINDOW_S = 30.0  # Whisper's encoder sees at most 30 s; longer chunks cannot be decoded
 
 
+def unset_if_empty(value: Any) -> Any:
+    """None for "" and "none": how DIARIZATION_MODEL (or ``--diarization-model none``) turns the CLI's and
+    server's embedded default off."""
+    return None if isinstance(value, str) and value.strip().lower() in ("", "none") else value
+
+
 class ModelSettings(BaseSettings):
     """Which models the endpoint loads, from environment variables (case-insensitive).
 
@@ -71,8 +77,7 @@ class ModelSettings(BaseSettings):
     @field_validator("assistant_model", "diarization_model", "hf_token", "known_speakers_dir", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
-        # "none" is how DIARIZATION_MODEL turns the CLI's and server's embedded default off
-        return None if isinstance(value, str) and value.strip().lower() in ("", "none") else value
+        return unset_if_empty(value)
 
     @field_validator("asr_model", "device", "dtype", mode="before")
     @classmethod

@@ -18,10 +18,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -144,7 +147,7 @@ async def remote(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], sh
 
     from speaker_transcripts.server.realtime_protocol import EventReader
 
-    url = arguments.url.rstrip("/").replace("https://", "wss://").replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+    url = realtime_url(arguments.url)
     headers = {"Authorization": f"Bearer {arguments.api_key}"} if arguments.api_key else {}
     transcription: dict[str, Any] = {"language": arguments.language, "prompt": arguments.prompt, "diarize": arguments.diarize}
     if known := known_speakers_parameter(arguments):
@@ -152,12 +155,17 @@ async def remote(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], sh
     update = {"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
         "format": {"type": "audio/pcm", "rate": SAMPLING_RATE}, "transcription": {k: v for k, v in transcription.items() if v is not None}}}}}
     read = EventReader()
+    stop = _first_interrupt_finishes()
+    connected = False
     try:
         async with connect(url, additional_headers=headers, max_size=None) as socket:
+            connected = True
             await socket.send(json.dumps(update))
 
             async def send_audio() -> None:
                 async for samples in _in_thread(pieces):
+                    if stop.is_set():  # Ctrl-C: what was heard so far is the last turn
+                        break
                     pcm = (np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
                     await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}))
                 await socket.send(json.dumps({"type": "input_audio_buffer.commit", "event_id": FINAL_COMMIT}))
@@ -171,6 +179,9 @@ async def remote(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], sh
                 if kind == "error":
                     if event["error"].get("event_id") == FINAL_COMMIT:  # nothing was left open: every turn is in
                         break
+                    if event["error"].get("code") == "server_busy":
+                        raise SystemExit(f"speaker-transcripts live: the server at {arguments.url} already runs as many live sessions "
+                                         "as it takes (LIVE_MAX_SESSIONS); try again later")
                     print(f"live: the server says: {event['error']['message']}", file=sys.stderr, flush=True)
                 stopped.update([event["item_id"]] if kind == "input_audio_buffer.speech_stopped" else [])
                 if kind == "input_audio_buffer.committed" and sender.done() and event["item_id"] not in stopped:
@@ -184,7 +195,41 @@ async def remote(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], sh
         raise SystemExit(f"speaker-transcripts live: the server refused the session (HTTP {refused.response.status_code}"
                          f"{': wrong or missing --api-key' if refused.response.status_code == 401 else ''})") from None
     except (OSError, ConnectionClosed) as error:
+        if not connected:
+            raise SystemExit(f"speaker-transcripts live: could not reach a server at {arguments.url} ({error})") from None
         raise SystemExit(f"speaker-transcripts live: lost the server at {arguments.url} ({error})") from None
+
+
+def realtime_url(url: str) -> str:
+    """The live route's WebSocket URL from what a person types: ``host:port``, ``http(s)://host[:port]``
+    or ``ws(s)://...``, with or without the route's own path (``/v1/realtime``), which is added once."""
+    given = url.strip() if "://" in url else f"http://{url.strip()}"
+    parts = urllib.parse.urlsplit(given)
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
+    try:
+        valid = scheme is not None and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port that is not a number
+        valid = False
+    if not valid:
+        raise SystemExit(f"speaker-transcripts live: --url {url!r} is not a server's address; give http://host:port")
+    path = parts.path.rstrip("/").removesuffix("/v1/realtime")
+    return urllib.parse.urlunsplit((scheme, parts.netloc, f"{path}/v1/realtime", "intent=transcription", ""))
+
+
+def _first_interrupt_finishes() -> asyncio.Event:
+    """An event the first Ctrl-C sets (the audio stops, the turn in progress is finished with what was
+    heard and shown); a second Ctrl-C interrupts at once."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def finish() -> None:
+        stop.set()
+        loop.remove_signal_handler(signal.SIGINT)
+        print("live: finishing the turn in progress (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals here: Ctrl-C interrupts as before
+        loop.add_signal_handler(signal.SIGINT, finish)
+    return stop
 
 
 async def _in_thread(pieces: Iterator[np.ndarray]) -> AsyncIterator[np.ndarray]:

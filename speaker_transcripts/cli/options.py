@@ -8,7 +8,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from speaker_transcripts.config import ModelSettings
+from speaker_transcripts.config import ModelSettings, unset_if_empty
 from speaker_transcripts.pipeline.audio import AUDIO_EXTENSIONS
 
 
@@ -122,7 +122,7 @@ def model_settings(arguments: argparse.Namespace) -> ModelSettings:
     overrides = {
         "asr_model": arguments.asr_model or settings.asr_model,
         "assistant_model": (arguments.assistant_model or settings.assistant_model) if arguments.assistant else None,
-        "diarization_model": None if arguments.diarize is False else arguments.diarization_model or settings.diarization_model,
+        "diarization_model": None if arguments.diarize is False else unset_if_empty(arguments.diarization_model or settings.diarization_model),
         # A server warms up so its first request is not the slow one; a run's first file pays
         # for initialisation either way, so warming up would only add time (0.5 s with whisper-base).
         "warmup": settings.warmup if "warmup" in settings.model_fields_set else False,

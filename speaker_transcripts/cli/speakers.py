@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import os
 import sys
 from pathlib import Path
@@ -27,17 +28,30 @@ DEFAULT_LIBRARY = Path("~/.local/share/speaker-transcripts/voices")
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    from pydantic import ValidationError
+
+    from speaker_transcripts.config import KnownSpeaker
+
+    library_help = "the library's folder (default: KNOWN_SPEAKERS_DIR, else ~/.local/share/speaker-transcripts/voices)"
     parser = argparse.ArgumentParser(prog="speaker-transcripts speakers", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--library", type=Path, help="the library's folder (default: KNOWN_SPEAKERS_DIR, else ~/.local/share/speaker-transcripts/voices)")
+    parser.add_argument("--library", type=Path, help=library_help)
+    # --library after the subcommand too (speakers add NAME CLIP --library DIR); SUPPRESS keeps one given before it
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--library", type=Path, default=argparse.SUPPRESS, help=library_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    add = commands.add_parser("add", help="enrol a person from a few seconds of their voice (one or more clips)")
+    add = commands.add_parser("add", parents=[after], help="enrol a person from a few seconds of their voice (one or more clips)")
     add.add_argument("name")
     add.add_argument("clips", nargs="+", type=Path)
     add.add_argument("--diarization-model", help="overrides DIARIZATION_MODEL (the model whose embeddings the library keeps)")
-    commands.add_parser("list", help="the people enrolled, with their model")
-    remove = commands.add_parser("remove", help="forget a person")
+    commands.add_parser("list", parents=[after], help="the people enrolled, with their model")
+    remove = commands.add_parser("remove", parents=[after], help="forget a person")
     remove.add_argument("name")
     arguments = parser.parse_args(argv)
+    if arguments.command == "add":  # the name as every route checks it, before any model loads
+        try:
+            KnownSpeaker(name=arguments.name, audio="-")
+        except ValidationError as error:
+            parser.error(error.errors(include_url=False)[0]["msg"].removeprefix("Value error, "))
     for clip in getattr(arguments, "clips", []):
         if not clip.is_file():
             parser.error(f"{clip}: no such file")
@@ -78,7 +92,9 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
     from speaker_transcripts.pipeline.transcriber import enrolment_speech
 
+    say = functools.partial(print, file=sys.stderr, flush=True)
     speakers = [KnownSpeaker(name=arguments.name, audio=base64.b64encode(clip.read_bytes()).decode()) for clip in arguments.clips]
+    say(f"speakers: checking {len(speakers)} clip(s) for speech")
     gate = SpeechGate()
     speech = [enrolment_speech(speaker, gate) for speaker in speakers]  # every clip checked before any model loads
     configured = ModelSettings.self_hosted()
@@ -86,10 +102,12 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
         configured = configured.model_copy(update={"diarization_model": arguments.diarization_model})
     if not configured.diarization_model:
         raise InvalidRequestError("a voice is embedded with the diarization model: DIARIZATION_MODEL is off; pass --diarization-model")
+    say(f"speakers: loading {configured.diarization_model}'s speaker-embedding model")
     settings = registry.prepare(configured)
     embed = speaker_embedder(load_diarization_pipeline(settings, "cpu"))
     if embed is None:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
+    say(f"speakers: embedding {arguments.name!r}'s voice")
     voice = library.add(speakers[0].name, [embed(clip) for clip in speech], configured.diarization_model,
                         telephone=[embed(telephone_band(clip)) for clip in speech])
     print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)

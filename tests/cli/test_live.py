@@ -76,3 +76,36 @@ def test_mistakes_are_one_line_before_anything_loads(arguments, message, capsys)
     with pytest.raises(SystemExit) as exit_:
         live.main(arguments)
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "url"),
+    [
+        ("localhost:8765", "ws://localhost:8765/v1/realtime?intent=transcription"),
+        ("http://host:8000/v1/realtime", "ws://host:8000/v1/realtime?intent=transcription"),  # the route's own URL, as the README shows it
+        ("https://example.test/speech/", "wss://example.test/speech/v1/realtime?intent=transcription"),
+        ("ws://[::1]:9000", "ws://[::1]:9000/v1/realtime?intent=transcription"),
+    ],
+)
+def test_the_server_address_is_taken_as_people_type_it(given, url):
+    assert live.realtime_url(given) == url
+
+
+@pytest.mark.parametrize("given", ["ftp://host", "http://", "localhost:port"])
+def test_an_address_that_is_no_server_is_one_line(given):
+    with pytest.raises(SystemExit, match="is not a server's address"):
+        live.realtime_url(given)
+
+
+def test_no_server_and_a_busy_server_are_told_apart_from_a_lost_one(live_handler):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with pytest.raises(SystemExit, match="could not reach a server at 127.0.0.1:"):
+        live.main([SAMPLE, "--url", f"127.0.0.1:{closed_port}"])
+    settings = ServerSettings(live_max_sessions=0)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        with pytest.raises(SystemExit, match=r"as many live sessions as it takes \(LIVE_MAX_SESSIONS\); try again later"):
+            live.main([SAMPLE, "--url", base_url])

@@ -112,6 +112,8 @@ def test_models_default_to_the_embedded_ones_and_no_diarize_skips_diarization(mo
     monkeypatch.setattr(handler, "Transcriber", lambda settings: built.append(settings))
     cli.load_handler(cli.parse_arguments([str(audio_files["good"])]))
     cli.load_handler(cli.parse_arguments([str(audio_files["good"]), "--no-diarize"]))
+    cli.load_handler(cli.parse_arguments([str(audio_files["good"]), "--diarization-model", "none"]))  # as DIARIZATION_MODEL=none does
+    assert built[2].diarization_model is None
     assert (built[0].asr_model, built[0].diarization_model) == ("whisper-base", "pyannote-campplus")
     assert built[0].warmup is False, "a CLI run has no second request for a warm-up to speed up"
     assert (built[1].asr_model, built[1].diarization_model) == ("whisper-base", None)
