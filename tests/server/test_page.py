@@ -165,11 +165,13 @@ def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_han
         page.get_by_role("button", name="Transcribe").click()
         page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
         too_big = page.inner_text("#error")
+        status_beside_it = page.inner_text("#status")
         page.get_by_role("button", name="Record").click()
         expect(page.locator("#error")).to_contain_text("capacity", timeout=GUARD_MS)
         busy = page.inner_text("#error")
         context.close()
     assert "too big" in too_big and "MAX_UPLOAD_MB" in too_big
+    assert "Uploading" not in status_beside_it  # the status no longer says the upload goes on beside its error
     assert "at capacity" in busy
 
 

@@ -27,6 +27,7 @@ function showError(message) {
   const box = $("error");
   box.textContent = message;
   box.hidden = !message;
+  if (message) say("");  // what was under way ("Uploading…") has stopped: the error is the news
 }
 
 function say(message) {
