@@ -106,6 +106,6 @@ def test_no_server_and_a_busy_server_are_told_apart_from_a_lost_one(live_handler
     with pytest.raises(SystemExit, match="could not reach a server at 127.0.0.1:"):
         live.main([SAMPLE, "--url", f"127.0.0.1:{closed_port}"])
     settings = ServerSettings(live_max_sessions=0)
-    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
-        with pytest.raises(SystemExit, match=r"as many live sessions as it takes \(LIVE_MAX_SESSIONS\); try again later"):
-            live.main([SAMPLE, "--url", base_url])
+    busy = r"as many live sessions as it takes \(LIVE_MAX_SESSIONS\); try again later"
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url, pytest.raises(SystemExit, match=busy):
+        live.main([SAMPLE, "--url", base_url])
