@@ -64,9 +64,11 @@ class LocalAgreement:
         new = [word for word in hypothesis if word.start > self.last_end - OVERLAP_TOLERANCE_S and word.text.strip()]
         new = self._without_recommitted(new)
         agreed: list[Chunk] = []
-        while new and ((self.tentative and _same(new[0], self.tentative[0]))
-                       or (heard_until is not None and new[0].end <= heard_until - SETTLED_S)):
-            if self.tentative and _same(new[0], self.tentative[0]):
+        while new:
+            agrees = bool(self.tentative) and _same(new[0], self.tentative[0])
+            if not agrees and (heard_until is None or new[0].end > heard_until - SETTLED_S):
+                break
+            if agrees:
                 self.tentative.pop(0)
             agreed.append(new.pop(0))
         self.tentative = new

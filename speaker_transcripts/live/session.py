@@ -58,7 +58,7 @@ from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, joined
 
 MIN_STEP_S = 0.5  # new audio a decode waits for
 HOLD_S = 0.0  # words ending this close to the end of the audio heard are not final yet
-TRIM_S = 15.0
+TRIM_S = 15.0  # whisper_streaming's buffer_trimming_sec
 FORCE_TRIM_S = 25.0  # past this, cut at the last final word even mid-sentence
 MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode never sees more
 PROMPT_CHARS = 200  # recent final text given to Whisper as what was said before (whisper_streaming's 200)
