@@ -26,6 +26,28 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys)
     assert capsys.readouterr().err.strip() == "speaker-transcripts models: interrupted"
 
 
+def test_the_console_script_leaves_the_heap_to_the_system_at_exit(monkeypatch):
+    """The script's exit freezes the objects the command made (the collector's last pass over a loaded
+    model's heap is what kept ``serve`` alive after it had finished), and keeps the command's status."""
+    import gc
+
+    events: list[str] = []
+    monkeypatch.setattr(cli, "main", lambda: events.append("main") or 3)
+    monkeypatch.setattr(gc, "freeze", lambda: events.append("freeze"))
+    with pytest.raises(SystemExit) as ended:
+        cli.run()
+    assert ended.value.code == 3
+    assert events == ["main", "freeze"]
+
+
+def test_the_console_script_and_python_m_run_the_same_entry():
+    from importlib.metadata import entry_points
+
+    (script,) = [entry for entry in entry_points(group="console_scripts") if entry.name == "speaker-transcripts"]
+    assert script.value == "speaker_transcripts.cli:run"
+    assert "run()" in (ROOT / "speaker_transcripts" / "__main__.py").read_text()
+
+
 def test_ctrl_c_in_a_real_process_prints_no_traceback():
     """SIGINT while a subcommand runs (here one that sleeps): one line on stderr, status 130.
     The child takes Ctrl-C as a terminal's foreground process does: a suite started in the
