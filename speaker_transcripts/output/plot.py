@@ -3,8 +3,9 @@
 Laid out like a page: the audio runs left to right in rows of at most a minute (a 10-minute file
 is ten rows, not one 40-inch strip; a remainder under 10 s widens the last row), each row with a lane
 per speaker (one "speech" lane without diarization), a bar per speaker turn and as many of the turn's
-first words as fit on its bar (measured as drawn, so no label runs into the next bar or is cut
-mid-word; none when fewer than two words fit), in a font a person can read.
+first words as fit, on up to two lines, in the room from the bar's start to the next bar of its lane
+(measured as drawn, so no label runs into the next bar or is cut mid-word; none when fewer than two
+words fit), in a font a person can read.
 Under the bars, a thin strip per lane is the diarization timeline as found, and grey bands mark
 overlapping speech (two or more speakers at once), which the one-speaker-at-a-time segments
 cannot show. Times read ``m:ss``. Matplotlib's Agg backend needs no display.
@@ -39,6 +40,7 @@ FONT_PT = 9
 DPI = 100
 LABEL_PADDING_PX = 4  # between a label's last glyph and its bar's end
 MIN_CUT_WORDS = 2
+LABEL_LINES = 2  # a lane is tall enough for two lines of text at FONT_PT
 
 
 def plot_timeline(result: Mapping[str, Any], path: Path, title: str = "") -> Path:
@@ -158,33 +160,56 @@ def _bars(cues: Sequence[Cue], lanes: list[str], start: float, end: float) -> It
 def _label_row(
     axes: Axes, cues: Sequence[Cue], lanes: list[str], start: float, end: float, width_px: Callable[[str], float]
 ) -> None:
-    """Each bar's text, as much as fits inside the bar (a lane's bars never overlap, so neither do
-    their labels)."""
+    """Each bar's text, in the room from its bar's start to the next bar of its lane (or the row's end):
+    a turn is mostly shorter than its words, and the lane beside it is empty while others speak. A
+    lane's bars never overlap, so neither do their labels."""
     to_pixels = axes.transData.transform
-    for cue, _, lane, left, right in _bars(cues, lanes, start, end):
-        room = to_pixels((right, 0))[0] - to_pixels((left, 0))[0] - LABEL_PADDING_PX
-        label = _fitting(cue.text, room, width_px)
-        if label:
-            axes.text(left, lane, " " + label, va="center", ha="left", fontsize=FONT_PT, clip_on=True)
+    bars = sorted(_bars(cues, lanes, start, end), key=lambda bar: (bar[2], bar[3]))
+    for position, (cue, _, lane, left, _) in enumerate(bars):
+        following = bars[position + 1] if position + 1 < len(bars) else None
+        room_end = following[3] if following is not None and following[2] == lane else end
+        room = to_pixels((room_end, 0))[0] - to_pixels((left, 0))[0] - LABEL_PADDING_PX
+        lines = _fitting(cue.text, room, width_px)
+        if lines:
+            label = "\n".join(" " + line for line in lines)
+            axes.text(left, lane, label, va="center", ha="left", fontsize=FONT_PT, linespacing=1.1, clip_on=True)
 
 
-def _fitting(text: str, room_px: float, width_px: Callable[[str], float]) -> str:
-    """As many whole words of ``text`` as fit in ``room_px`` (as drawn, after a leading space),
-    with an ellipsis when cut; nothing when fewer than ``MIN_CUT_WORDS`` fit (a bar labelled "I…"
-    says nothing). Control characters are dropped (no glyph)."""
-    text = "".join(character for character in text if character.isprintable())
-    if width_px(" " + text) <= room_px:
-        return text
-    words = text.split()
-    fitting, low, high = "", MIN_CUT_WORDS, len(words) - 1  # binary search: a longer prefix is never narrower
+def _fitting(text: str, room_px: float, width_px: Callable[[str], float], lines: int = LABEL_LINES) -> list[str]:
+    """As many whole words of ``text`` as fit on ``lines`` lines of ``room_px`` each (as drawn, after a
+    leading space), with an ellipsis when cut; nothing when fewer than ``MIN_CUT_WORDS`` fit (a bar
+    labelled "I…" says nothing). Control characters are dropped (no glyph)."""
+    words = "".join(character for character in text if character.isprintable()).split()
+
+    def layout(count: int) -> list[str] | None:
+        shown = words[:count] if count == len(words) else words[: count - 1] + [words[count - 1].rstrip(",;:.") + "…"]
+        return _wrapped(shown, room_px, width_px, lines)
+
+    fitting: list[str] = []
+    low, high = 1, len(words)  # binary search: a longer prefix never takes less room
     while low <= high:
         count = (low + high) // 2
-        label = " ".join(words[:count]).rstrip(",;:") + "…"
-        if width_px(" " + label) <= room_px:
-            fitting, low = label, count + 1
-        else:
+        wrapped = layout(count)
+        if wrapped is None:
             high = count - 1
+        else:
+            low = count + 1
+            if count == len(words) or count >= MIN_CUT_WORDS:
+                fitting = wrapped
     return fitting
+
+
+def _wrapped(words: Sequence[str], room_px: float, width_px: Callable[[str], float], lines: int) -> list[str] | None:
+    """``words`` filled greedily into at most ``lines`` lines of ``room_px``, or None when they do not fit."""
+    filled: list[str] = []
+    for word in words:
+        if filled and width_px(" " + filled[-1] + " " + word) <= room_px:
+            filled[-1] += " " + word
+        elif width_px(" " + word) <= room_px and len(filled) < lines:
+            filled.append(word)
+        else:
+            return None
+    return filled
 
 
 def _tick_step(span_s: float) -> float:

@@ -32,41 +32,61 @@ def characters(text: str) -> float:
 
 
 def test_text_appears_only_where_it_fits_in_whole_words():
-    assert _fitting("Good morning, everyone.", 1000, characters) == "Good morning, everyone."
-    assert _fitting("Good morning, everyone.", 150, characters) == "Good morning…", "whole words, no dangling comma"
-    assert _fitting("Good morning, everyone.", 40, characters) == "", "not even the first word fits"
-    assert _fitting("I think we should ship it.", 60, characters) == "", "one word and an ellipsis say nothing: no label"
-    assert _fitting("a\x0eb", 100, characters) == "ab", "control characters have no glyph"
+    assert _fitting("Good morning, everyone.", 1000, characters) == ["Good morning, everyone."]
+    assert _fitting("Good morning, everyone.", 150, characters, lines=1) == ["Good morning…"], "whole words, no dangling comma"
+    assert _fitting("Good morning, everyone.", 40, characters) == [], "not even the first word fits"
+    assert _fitting("I think we should ship it.", 60, characters) == [], "one word and an ellipsis say nothing: no label"
+    assert _fitting("a\x0eb", 100, characters) == ["ab"], "control characters have no glyph"
 
 
-def test_no_label_leaves_its_bar_or_touches_another(tmp_path):
-    """Measured as drawn: short bars of long sentences side by side, in every row, up to the
-    row's last bar (which once lost its last word to the axes' edge)."""
+def test_text_wraps_onto_a_second_line_before_it_is_cut():
+    sentence = "Good morning, everyone. Shall we start?"
+    assert _fitting(sentence, 150, characters) == ["Good morning,", "everyone…"]
+    assert _fitting(sentence, 200, characters) == ["Good morning,", "everyone. Shall we…"]
+    assert _fitting(sentence, 240, characters) == ["Good morning, everyone.", "Shall we start?"]
+    assert _fitting(sentence, 1000, characters, lines=1) == [sentence]
+
+
+def test_labels_use_the_lane_up_to_its_next_bar_and_never_cross_it(tmp_path):
+    """Measured as drawn: short bars of long sentences, two speakers taking turns, in every row, up to
+    the row's last bar (which once lost its last word to the axes' edge). A label may run on past its
+    bar while the lane is empty (the other person is speaking), never into its lane's next bar, never
+    out of its lane."""
     sentences = ["Welcome back everyone, let us pick up where we left off yesterday.", "Right.",
                  "Mmhmm, I see, although the numbers from the second quarter tell another story entirely."]
-    segments = [{"speaker": f"SPEAKER_0{n % 2}", "text": sentences[n % 3], "timestamp": [n * 5.0, n * 5.0 + 4.9]}
-                for n in range(24)]
+    segments = [{"speaker": f"SPEAKER_0{n % 2}", "text": sentences[n % 3], "timestamp": [n * 3.0, n * 3.0 + 2.9]}
+                for n in range(40)]
     figure = timeline_figure({"speakers": segments, "chunks": [], "duration": 120.0})
     try:
         figure.canvas.draw()
         renderer = figure.canvas.get_renderer()
-        labelled = 0
+        labelled, words_shown = 0, []
         for axes in figure.axes:
-            bars = [axes.transData.transform(path.vertices) for collection in axes.collections if collection.get_alpha() == 0.55
-                    for path in collection.get_paths()]
-            bars = [(pixels[:, 0].min(), pixels[:, 0].max()) for pixels in bars]
+            frame = axes.get_window_extent(renderer)
+            bars = sorted((pixels[:, 1].min(), pixels[:, 0].min(), pixels[:, 0].max())
+                          for pixels in (axes.transData.transform(path.vertices) for collection in axes.collections
+                                         if collection.get_alpha() == 0.55 for path in collection.get_paths()))
             labels = [text for text in axes.texts if text.get_text().strip()]
             boxes = [text.get_window_extent(renderer) for text in labels]
-            assert all(box.x1 <= axes.get_window_extent(renderer).x1 for box in boxes), "cut at the row's end"
-            for index, box in enumerate(boxes):
-                assert any(left - 1 <= box.x0 and box.x1 <= right + 1 for left, right in bars), labels[index].get_text()
-                assert not any(box.overlaps(other) for other in boxes[index + 1:])
-                assert not labels[index].get_text().endswith("…") or len(labels[index].get_text().split()) >= 2
-                words = labels[index].get_text().strip().removesuffix("…").split()
-                assert any(words == [word.rstrip(",;:") if n == len(words) - 1 else word for n, word in enumerate(sentence.split()[: len(words)])]
+            for label, box in zip(labels, boxes, strict=True):
+                assert box.x1 <= frame.x1, "cut at the row's end"
+                (bottom, left, _), *_ = [bar for bar in bars if abs(bar[1] - box.x0) < 2 and bar[0] <= box.y0 <= bar[0] + 40]
+                lane = [bar for bar in bars if abs(bar[0] - bottom) < 1]
+                later = [bar_left for _, bar_left, _ in lane if bar_left > left + 1]
+                assert box.x1 <= min(later, default=frame.x1) + 1, f"runs into its lane's next bar: {label.get_text()}"
+                text = label.get_text().replace("\n", " ")
+                words = text.strip().removesuffix("…").split()
+                assert not text.endswith("…") or len(words) >= 2
+                cut = text.endswith("…")
+                assert any(words == [word.rstrip(",;:.") if cut and n == len(words) - 1 else word
+                                     for n, word in enumerate(sentence.split()[: len(words)])]
                            for sentence in sentences), f"whole words from a sentence's start: {words}"
+                words_shown.append(len(words))
+            for index, box in enumerate(boxes):
+                assert not any(box.overlaps(other) for other in boxes[index + 1:])
             labelled += len(labels)
-        assert labelled >= 12, "most bars still carry words"  # a bar with room for one word and "…" gets none
+        assert labelled >= 30, "most bars carry words"
+        assert sorted(words_shown)[len(words_shown) // 2] >= 5, f"a label says something, not 'That is…': {words_shown}"
     finally:
         plt.close(figure)
 
