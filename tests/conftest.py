@@ -23,6 +23,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
 
+# A local Ray (the batch tests) listens on loopback only, as the batch command's own does
+# (batch/job.py: start_ray), whichever test imports Ray first.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 DATA = Path(__file__).resolve().parent / "data"
 SETTINGS_ENV = (
     "ASR_MODEL", "ASSISTANT_MODEL", "DIARIZATION_MODEL", "HF_TOKEN", "DEVICE", "DTYPE", "SPEECH_GATE", "WARMUP",

@@ -37,6 +37,9 @@ FORWARDED_ENVIRONMENT = (
     "PYANNOTE_METRICS_ENABLED", "OMP_WAIT_POLICY", "DEVICE", "DTYPE", "SPEECH_GATE", "MAX_AUDIO_SECONDS", "MAX_BATCH_ITEMS",
     "PIP_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
 )
+# Ray's own switch (ray_constants.ENABLE_RAY_CLUSTER, meant for Windows and macOS): "0" makes a node take
+# 127.0.0.1 as its address instead of the machine's network address.
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 MAX_BLOCKS = 256  # the names are handed out in at most this many blocks: bounded scheduling, whatever the corpus
 NEVER_REACHED = "the job ended before this file was transcribed; run the same command again to finish it"
 
@@ -193,9 +196,9 @@ def _transcribe(
     say: Callable[[str], None],
     started: float,
 ) -> set[str]:
+    started_ray = start_ray(options)
     import ray
 
-    started_ray = start_ray(options)
     try:
         dataset = _dataset(todo, settings, parameters, options)
         by_key = {file.key: file for file in todo}
@@ -222,7 +225,15 @@ def _transcribe(
 
 
 def start_ray(options: BatchOptions) -> bool:
-    """Join the cluster at ``address``, or start a local instance; True when this call started it."""
+    """Join the cluster at ``address``, or start a local instance; True when this call started it.
+
+    A local instance listens on loopback only: Ray otherwise binds its services to the machine's network
+    address, where anyone who reaches them can run code in the job (a cluster's nodes need that, and token
+    authentication, README "On a Ray cluster"; one machine's job does not). Ray reads its switch for this
+    when it is first imported, which the command does here.
+    """
+    if not options.address:
+        os.environ.setdefault(LOOPBACK_ONLY, "0")
     import ray
 
     if ray.is_initialized():
