@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
-from speaker_transcripts.live.events import LiveEvent, TranscriptFailed
+from speaker_transcripts.live.events import Backlog, LiveEvent, TranscriptFailed
 from speaker_transcripts.live.transcript import LiveTranscript
 from speaker_transcripts.output.formats import render
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
@@ -239,6 +239,13 @@ async def _in_thread(pieces: Iterator[np.ndarray]) -> AsyncIterator[np.ndarray]:
         yield samples  # type: ignore[misc]
 
 
+def backlog_line(event: Backlog) -> str:
+    """What the person watching reads when the server falls behind, or has caught up."""
+    if not event.behind:
+        return "live: caught up"
+    return f"live: the server is {event.seconds:.0f} s behind (busy); words come late, interim ones fewer, until it catches up"
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     transcript = LiveTranscript()
@@ -246,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     def show(event: LiveEvent) -> None:
         if isinstance(event, TranscriptFailed):
             print(f"live: a turn could not be transcribed: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, Backlog):
+            print(backlog_line(event), file=sys.stderr, flush=True)
         elif (line := transcript.line_for(event)) is not None:
             print(line, flush=True)
 

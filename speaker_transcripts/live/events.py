@@ -74,4 +74,13 @@ class TranscriptFailed:
     message: str
 
 
-LiveEvent = SpeechStarted | SpeechStopped | Committed | Cleared | TranscriptDelta | TranscriptSegment | TranscriptCompleted | TranscriptFailed
+@dataclass(frozen=True)
+class Backlog:
+    """How far the session is behind the audio sent to it (``seconds`` received and not yet worked
+    off): ``behind`` when it fell behind or the lag moved, not ``behind`` once it caught up."""
+
+    seconds: float
+    behind: bool
+
+
+LiveEvent = Backlog | SpeechStarted | SpeechStopped | Committed | Cleared | TranscriptDelta | TranscriptSegment | TranscriptCompleted | TranscriptFailed

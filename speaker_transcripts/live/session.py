@@ -5,7 +5,7 @@ them): Silero's network, fed window by window (``speech_gate.SpeechStream``), de
 (``turns.TurnDetector``, OpenAI's ``server_vad``); Whisper decodes the turn's audio so far as one
 speech piece (``asr.SpeechRecognizer.transcribe``, word timestamps, the recent final text as its
 prompt) every ``MIN_STEP_S`` of new audio, or as soon as the last decode is done when decoding is
-slower than that. A decode is sized to its buffer: the encoder reads the buffer and a margin, not
+slower than that (every ``SHED_STEP_S`` while the session is behind, ``shedding``). A decode is sized to its buffer: the encoder reads the buffer and a margin, not
 30 s (``models/encoder_window.py``), the token budget is the buffer's, and an interim hypothesis
 that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
 words two decodes agree on, and the words that end a second or more before the audio heard
@@ -57,6 +57,7 @@ from speaker_transcripts.pipeline.speech_gate import WINDOW
 from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, joined_text, segment_ranges
 
 MIN_STEP_S = 0.5  # new audio a decode waits for
+SHED_STEP_S = 2.0  # ... while the session is behind (``shedding``): interim decodes are what it can spare
 HOLD_S = 0.0  # words ending this close to the end of the audio heard are not final yet
 TRIM_S = 15.0  # whisper_streaming's buffer_trimming_sec
 FORCE_TRIM_S = 25.0  # past this, cut at the last final word even mid-sentence
@@ -171,6 +172,7 @@ class LiveSession:
         self.language = config.language
         self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
         self.segments = 0
+        self.shedding = False  # set by the session's owner while it is behind the audio (live/backlog.py)
         self.diarizer: LiveDiarizer | None = None
         self._catching_up: Future[Any] | None = None  # the diarizer's step in flight, beside the decodes
         if config.diarize and supports_live_diarization(models.diarization_pipeline):
@@ -257,7 +259,8 @@ class LiveSession:
     def _step(self) -> list[LiveEvent]:
         """Decode the open turn when enough new audio came; label what the timeline now covers."""
         item = self.item
-        due = item is not None and self.audio.end - item.last_decoded >= MIN_STEP_S * SAMPLING_RATE
+        step = SHED_STEP_S if self.shedding else MIN_STEP_S
+        due = item is not None and self.audio.end - item.last_decoded >= step * SAMPLING_RATE
         decoding = item is not None and due and self.last_speech > item.buffer_start
         heard = self._decode_and_diarize(item.buffer_start if decoding else None, self.audio.end, final=False)  # type: ignore[union-attr]
         if item is None:

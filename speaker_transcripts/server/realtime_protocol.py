@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from speaker_transcripts.config import KnownSpeaker
 from speaker_transcripts.errors import InvalidRequestError, shown
 from speaker_transcripts.live.events import (
+    Backlog,
     Cleared,
     Committed,
     LiveEvent,
@@ -229,7 +230,9 @@ def error_event(message: str, code: str, param: str | None = None, client_event_
 def server_event(event: LiveEvent) -> dict[str, Any]:
     """A live session's event as OpenAI's server event."""
     body: dict[str, Any]
-    if isinstance(event, SpeechStarted):
+    if isinstance(event, Backlog):  # ours: OpenAI's protocol has no word for a session falling behind
+        body = {"type": "session.backlog", "behind": event.behind, "seconds": event.seconds}
+    elif isinstance(event, SpeechStarted):
         body = {"type": "input_audio_buffer.speech_started", "item_id": event.item_id, "audio_start_ms": event.audio_start_ms}
     elif isinstance(event, SpeechStopped):
         body = {"type": "input_audio_buffer.speech_stopped", "item_id": event.item_id, "audio_end_ms": event.audio_end_ms}
@@ -264,6 +267,8 @@ class EventReader:
 
     def __call__(self, event: dict[str, Any]) -> LiveEvent | None:
         kind, item = event.get("type"), event.get("item_id", "")
+        if kind == "session.backlog":
+            return Backlog(event["seconds"], event["behind"])
         if kind == "input_audio_buffer.speech_started":
             self._turns[item] = [event["audio_start_ms"] / 1000, event["audio_start_ms"] / 1000]
             return SpeechStarted(item, event["audio_start_ms"])

@@ -106,6 +106,21 @@ def test_the_workers_run_at_the_drivers_priority():
     assert ray.get(niceness.remote()) == os.nice(0)
 
 
+def test_a_local_instance_listens_on_loopback_only():
+    """The job's own Ray, in a process of its own without the suite's setting: every node's address is
+    127.0.0.1 (by default Ray takes the machine's network address, where anyone reaching it runs code)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("from speaker_transcripts.batch.job import BatchOptions, start_ray; start_ray(BatchOptions()); import ray;"
+              " print(sorted({node['NodeManagerAddress'] for node in ray.nodes()})); ray.shutdown()")
+    environment = {name: value for name, value in os.environ.items() if name != job.LOOPBACK_ONLY}
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "['127.0.0.1']"
+
+
 def test_a_fifo_or_a_folder_given_as_a_file_gets_an_error_row_and_the_job_goes_on(corpus, settings, tmp_path):
     """Reading a FIFO would block a worker forever; Ray Data's reader ended the whole job on such inputs."""
     import os

@@ -7,7 +7,7 @@ from servers import serving
 
 from speaker_transcripts.cli import live
 from speaker_transcripts.config import ServerSettings
-from speaker_transcripts.live.events import TranscriptCompleted, TranscriptDelta, TranscriptSegment
+from speaker_transcripts.live.events import Backlog, TranscriptCompleted, TranscriptDelta, TranscriptSegment
 from speaker_transcripts.live.transcript import LiveTranscript
 from speaker_transcripts.server.app import create_app
 from speaker_transcripts.server.realtime_protocol import EventReader, server_event
@@ -30,9 +30,15 @@ def test_the_transcript_shows_each_final_sentence_once_and_saves_in_the_file_pat
 
 
 def test_the_event_reader_reads_back_what_the_server_writes():
-    events = [TranscriptSegment("item_1", "seg_1", "SPEAKER_00", 0.2, 2.3, "Hi."), TranscriptDelta("item_1", "Hi.")]
+    events = [TranscriptSegment("item_1", "seg_1", "SPEAKER_00", 0.2, 2.3, "Hi."), TranscriptDelta("item_1", "Hi."),
+              Backlog(6.2, behind=True), Backlog(0.8, behind=False)]
     read = EventReader()
     assert [read(server_event(event)) for event in events] == events
+
+
+def test_a_server_behind_is_shown_with_how_far_and_then_that_it_caught_up():
+    assert live.backlog_line(Backlog(6.2, behind=True)).startswith("live: the server is 6 s behind")
+    assert live.backlog_line(Backlog(0.8, behind=False)) == "live: caught up"
 
 
 def test_live_in_process_prints_and_saves(tiny_models, tiny_pyannote, tmp_path, capsys):

@@ -164,3 +164,29 @@ def test_a_decode_never_waits_for_the_diarizer_and_the_turn_end_does(live_handle
     words = sum(len(event.ends) for event in while_held + after if isinstance(event, TranscriptDelta))
     segmented = sum(len(event.text.split()) for event in while_held + after if isinstance(event, TranscriptSegment))
     assert words > 0 and segmented > 0
+
+
+def test_a_session_behind_sheds_interim_decodes_and_keeps_every_turn_whole(live_handler, conversation, monkeypatch):
+    """``shedding`` (set by the server while the session is behind): a decode every ``SHED_STEP_S`` of new
+    audio instead of every ``MIN_STEP_S``, and still each turn complete, its deltas its transcript."""
+    finals: dict[bool, list[bool]] = {}
+    real_decode = LiveSession._decode
+
+    for shedding in (False, True):
+        decodes: list[bool] = []
+
+        def counted(self, start, end, final, decodes=decodes):
+            decodes.append(final)
+            return real_decode(self, start, end, final)
+
+        monkeypatch.setattr(LiveSession, "_decode", counted)
+        session = LiveSession(live_handler, LiveConfig(language="en", diarize=False))
+        session.shedding = shedding
+        items = by_item(stream(session, conversation) + session.close())
+        assert len(items) == 2
+        for item_events in items.values():
+            deltas = "".join(event.delta for event in item_events if isinstance(event, TranscriptDelta))
+            assert isinstance(item_events[-1], TranscriptCompleted) and deltas == item_events[-1].transcript
+        finals[shedding] = decodes
+    assert finals[True].count(True) == finals[False].count(True) == 2, "each turn's final decode is kept"
+    assert 0 < finals[True].count(False) < finals[False].count(False) / 2, "interim decodes shed"

@@ -455,3 +455,46 @@ def test_a_key_in_the_websocket_url_is_refused_and_never_logged(keyed_url):
     logged = "\n".join(records)
     assert "/v1/realtime" in logged and "api_key=***" in logged
     assert "sk-live-test" not in logged and "sk-typo-of-it" not in logged
+
+
+def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_handler, pcm):
+    """The session's first decode is held (a machine busy elsewhere) while the client sends nine seconds
+    of audio: the client is told the session is behind and by how much; once the decode goes on, every
+    turn completes and the client is told the session caught up."""
+    import threading
+
+    release = threading.Event()
+
+    class HeldRecognizer:
+        def __getattr__(self, name):
+            return getattr(live_handler.recognizer, name)
+
+        def transcribe(self, *args, **kwargs):
+            release.wait(120)  # a failure guard only
+            return live_handler.recognizer.transcribe(*args, **kwargs)
+
+    class Busy:
+        recognizer = HeldRecognizer()
+
+        def __getattr__(self, name):
+            return getattr(live_handler, name)
+
+    with serving(create_app(lambda: Busy())) as base_url:
+        async def scenario() -> tuple[dict, list[dict]]:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                for chunk in appends(pcm):
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                behind = (await events_until(socket, "session.backlog"))[-1]
+                release.set()
+                later = await events_until(socket, "conversation.item.input_audio_transcription.completed", count=2)
+                if not any(event["type"] == "session.backlog" and not event["behind"] for event in later):
+                    later += await events_until(socket, "session.backlog")
+                return behind, later
+
+        behind, later = asyncio.run(scenario())
+    assert behind["behind"] is True and behind["seconds"] >= 4.0
+    reports = [event for event in later if event["type"] == "session.backlog"]
+    assert reports[-1]["behind"] is False and reports[-1]["seconds"] < 1.5
+    assert sum(event["type"] == "conversation.item.input_audio_transcription.completed" for event in later) == 2

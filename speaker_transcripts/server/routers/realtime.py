@@ -39,6 +39,7 @@ from starlette.websockets import WebSocketState
 
 from speaker_transcripts.config import parse_parameters, resolve_request
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
+from speaker_transcripts.live.backlog import LagWatch
 from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
 from speaker_transcripts.live.session import LiveConfig, LiveSession
 from speaker_transcripts.pipeline.audio import PcmStream
@@ -180,6 +181,8 @@ class Connection:
         self.inbox: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
         self.read_rate = self.settings.rate  # the rate of the audio being read: for the backlog's seconds only
         self.backlog = 0.0  # seconds of audio received, not yet processed
+        self.in_flight = 0.0  # seconds of audio the session's thread is working on now
+        self.lag = LagWatch()  # says when backlog + in_flight is past what real time allows, and when it is back
         self.pending = {"events": 0, "updates": 0}  # other events received, not yet applied
         self.caught_up = asyncio.Event()
         self.session: LiveSession | None = None
@@ -269,6 +272,7 @@ class Connection:
             seconds = len(pcm) / 2 / self.read_rate
             self.backlog += seconds
             await self.inbox.put(("audio", (pcm, seconds), client_event_id))
+            await self._report_lag()
             return len(pcm) > 0
         update = kind in ("session.update", "transcription_session.update")
         await self._room(lambda: self.pending["events"] < MAX_PENDING_EVENTS and (not update or self.pending["updates"] < MAX_PENDING_UPDATES))
@@ -308,6 +312,9 @@ class Connection:
                     return
                 finally:
                     self.running = None
+                    self.in_flight = 0.0
+                if kind == "audio":
+                    await self._report_lag()
                 if kind == "update":
                     await self.send({"type": ("transcription_session.updated" if self.beta else "session.updated"),
                                      "event_id": new_id("event"), "session": self._session_object()})
@@ -322,10 +329,16 @@ class Connection:
         """The session's thread takes an event: it no longer counts as pending, and a reader waiting for room goes on."""
         if kind == "audio":
             self.backlog -= value[1]
+            self.in_flight = value[1]
         elif kind != "close":
             self.pending["events"] -= 1
             self.pending["updates"] -= kind == "update"
         self.caught_up.set()
+
+    async def _report_lag(self) -> None:
+        """Tell the client when the session falls behind, how far as that changes, and when it caught up."""
+        if (event := self.lag.observe(self.backlog + self.in_flight)) is not None:
+            await self.send(server_event(event))
 
     def _apply(self, kind: str, value: Any) -> list[LiveEvent]:
         """One client command on the session, in the session's thread; the session starts with the first audio."""
@@ -344,6 +357,7 @@ class Connection:
                 return [Cleared()] if kind == "clear" else []
             self.session = LiveSession(self.handler, self._live_config(), new_id=new_id, should_stop=self.stopped.is_set)
         session = self.session
+        session.shedding = self.lag.behind  # behind: fewer interim decodes until it has caught up
         open_item = session.item.id if session.item is not None else None
         actions: dict[str, Callable[[], list[LiveEvent]]] = {
             "audio": lambda: session.append(value), "commit": session.commit, "clear": session.clear, "close": session.close,

@@ -326,6 +326,11 @@ async function startLive() {
       case "input_audio_buffer.speech_started":
         turnStarts.set(event.item_id, event.audio_start_ms / 1000);
         break;
+      case "session.backlog":  // the server fell behind (a busy machine), or caught up
+        say(event.behind
+          ? `Listening, but the server is ${Math.round(event.seconds)} s behind: words come late until it catches up.`
+          : "Listening: the server has caught up.");
+        break;
       case "error":
         if (stopping && event.error?.code === "invalid_value") { socket.close(); break; }  // nothing left to commit
         if (event.error?.code === "server_busy") showError(`The server is at capacity for live sessions; try again later. (${event.error.message})`);

@@ -1,0 +1,28 @@
+"""When a live session says it is behind, how far, and that it caught up: pure logic, no models."""
+
+from __future__ import annotations
+
+from speaker_transcripts.live.backlog import LagWatch
+from speaker_transcripts.live.events import Backlog
+
+
+def test_the_normal_beat_of_a_session_says_nothing():
+    watch = LagWatch()
+    assert [watch.observe(lag) for lag in (0.0, 0.6, 1.8, 3.9, 0.2)] == [None] * 5
+    assert not watch.behind
+
+
+def test_behind_is_said_once_then_as_it_moves_then_caught_up_once():
+    watch = LagWatch()
+    said = [watch.observe(lag) for lag in (1.0, 4.5, 5.0, 6.0, 6.6, 8.0, 4.4, 2.0, 1.4, 0.3, 0.9)]
+    assert said == [None, Backlog(4.5, True), None, None, Backlog(6.6, True), None, Backlog(4.4, True), Backlog(2.0, True),
+                    Backlog(1.4, False), None, None]
+    assert not watch.behind
+
+
+def test_a_session_on_the_edge_does_not_flap():
+    """Between the two thresholds nothing changes: behind stays behind, keeping up stays keeping up."""
+    watch = LagWatch()
+    said = [watch.observe(lag) for lag in (4.1, 3.0, 4.2, 2.5, 4.0)]
+    assert said == [Backlog(4.1, True), None, None, None, None]
+    assert watch.behind
