@@ -32,7 +32,7 @@ from speaker_transcripts.server.middleware import (
     HeaderGate,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.routers import diarization, endpoints, health, openai, page, realtime
+from speaker_transcripts.server.routers import diarization, docs, endpoints, health, openai, page, realtime
 from speaker_transcripts.server.routers import metrics as metrics_router
 from speaker_transcripts.server.routers.realtime import LiveSlots
 
@@ -81,6 +81,8 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         lifespan=lifespan,
         # A redirect to the slash-less path would build its Location from the client's Host header.
         redirect_slashes=False,
+        docs_url=None,  # routers/docs.py serves /docs without a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = metrics = ServiceMetrics()
@@ -91,9 +93,10 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected)  # added later = runs earlier
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, realtime, page, health, metrics_router):
+    for surface in (endpoints, openai, diarization, realtime, page, docs, health, metrics_router):
         app.include_router(surface.router)
     app.mount("/static", page.static_assets(), name="static")
+    app.mount("/docs/assets", docs.swagger_assets(), name="docs-assets")
     app.add_middleware(MetricsMiddleware, metrics=metrics, routes=app.routes)  # outermost: counts refusals too
     return app
 

@@ -11,6 +11,7 @@ import base64
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -143,7 +144,13 @@ def test_health_ready_and_openapi(client):
     assert {"/", "/predict", "/v1/audio/transcriptions", "/v1/audio/translations", "/health", "/ready"} <= set(schema["paths"])
     assert {"EndpointResponse", "VerboseTranscription", "DiarizedTranscription"} <= set(schema["components"]["schemas"])
     assert set(schema["paths"]["/predict"]["post"]["requestBody"]["content"]) >= {"application/json", "audio/*", "multipart/form-data"}
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "script-src 'self';" in docs.headers["content-security-policy"]
+    scripts = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', docs.text)
+    assert scripts and all(url.startswith("/") for url in scripts), "Swagger UI from this server, not a CDN"
+    for url in scripts:
+        assert client.get(url).status_code == 200, url
+    assert client.get("/redoc").status_code == 404  # ReDoc comes only from a CDN: off
 
 
 def test_unexpected_failure_is_a_500_without_details(speech_wav, handler):

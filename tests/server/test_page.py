@@ -184,3 +184,16 @@ def test_no_microphone_permission_is_explained(browser, page_url):
     page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
     assert "did not allow the microphone" in page.inner_text("#error")
     context.close()
+
+
+def test_the_api_docs_render_from_this_server_alone(page, page_url):
+    """/docs in Chromium: Swagger UI lists the routes, every request the page makes goes to this server
+    (FastAPI's default loaded Swagger UI from a CDN, on the origin where the page keeps the key), and its
+    policy lets no script run that this server did not send."""
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    response = page.goto(page_url + "/docs")
+    assert "script-src 'self';" in response.headers["content-security-policy"]
+    expect(page.locator(".opblock-summary-path", has_text="/v1/audio/transcriptions").first).to_be_visible(timeout=GUARD_MS)
+    assert requested and all(url.startswith(page_url) for url in requested), [url for url in requested if not url.startswith(page_url)]
+    assert not page.problems, page.problems

@@ -33,14 +33,19 @@ async def page() -> Response:
     return FileResponse(STATIC / "index.html", media_type="text/html", headers=SECURITY_HEADERS)
 
 
-class StaticAssets(StaticFiles):
-    """The page's scripts and styles, with the page's security headers."""
+class SecuredFiles(StaticFiles):
+    """Static files served with the security headers of the page they belong to."""
+
+    def __init__(self, directory: Path, headers: dict[str, str]) -> None:
+        super().__init__(directory=directory)
+        self.security_headers = headers
 
     async def get_response(self, path: str, scope: dict) -> Response:  # type: ignore[override]
         response = await super().get_response(path, scope)
-        response.headers.update(SECURITY_HEADERS)
+        response.headers.update(self.security_headers)
         return response
 
 
-def static_assets() -> StaticAssets:
-    return StaticAssets(directory=STATIC)
+def static_assets() -> SecuredFiles:
+    """The page's scripts and styles, with the page's security headers."""
+    return SecuredFiles(directory=STATIC, headers=SECURITY_HEADERS)
