@@ -19,7 +19,7 @@ def serving(
     app: Any, settings: ServerSettings | None = None, startup_timeout_s: float = 60.0, log_level: str = "warning", **options: Any
 ) -> Iterator[str]:
     """Run ``app`` under Uvicorn as ``speaker-transcripts serve`` does (connection guard from ``settings``)
-    on a free port; yield its base URL; stop it afterwards. ``options`` are more of Uvicorn's."""
+    on a free port; yield its base URL (https:// with ``ssl_certfile``); stop it afterwards. ``options`` are more of Uvicorn's."""
     config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level=log_level, lifespan="on", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
@@ -31,7 +31,7 @@ def serving(
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if options.get('ssl_certfile') else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=30)

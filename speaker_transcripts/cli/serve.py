@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
+import ssl
 import sys
+from pathlib import Path
 
 import uvicorn
 
@@ -19,6 +22,11 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    parser.add_argument("--ssl-certfile", default=os.environ.get("SSL_CERTFILE") or None, type=Path,
+                        help="serve HTTPS (and wss:// for live sessions) with this certificate chain, PEM (env SSL_CERTFILE); "
+                             "browsers give the page's Record the microphone only over HTTPS or at localhost")
+    parser.add_argument("--ssl-keyfile", default=os.environ.get("SSL_KEYFILE") or None, type=Path,
+                        help="the certificate's private key, PEM (env SSL_KEYFILE)")
     return parser.parse_args(argv)
 
 
@@ -29,10 +37,34 @@ def main(argv: list[str] | None = None) -> int:
     if problem:  # say so now, not after the models have loaded
         print(f"speaker-transcripts serve: cannot listen on {arguments.host}:{arguments.port}: {problem}", file=sys.stderr)
         return 2
+    tls = unusable_tls(arguments.ssl_certfile, arguments.ssl_keyfile)
+    if tls:
+        print(f"speaker-transcripts serve: cannot serve HTTPS: {tls}", file=sys.stderr)
+        return 2
     from speaker_transcripts.server.app import app  # after parsing: --help needs no FastAPI app
 
-    uvicorn.Server(guarded_config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level)).run()
+    options = {"ssl_certfile": str(arguments.ssl_certfile), "ssl_keyfile": str(arguments.ssl_keyfile)} if arguments.ssl_certfile else {}
+    uvicorn.Server(guarded_config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level, **options)).run()
     return 0
+
+
+def unusable_tls(certfile: Path | None, keyfile: Path | None) -> str | None:
+    """Why the certificate and key cannot serve HTTPS (one without the other, unreadable, not PEM, not a
+    pair), or None; checked as Uvicorn will load them, before the models load rather than after."""
+    if certfile is None and keyfile is None:
+        return None
+    if certfile is None or keyfile is None:
+        return "give both --ssl-certfile and --ssl-keyfile (or SSL_CERTFILE and SSL_KEYFILE)"
+    missing = [str(path) for path in (certfile, keyfile) if not path.is_file()]
+    if missing:
+        return f"{' and '.join(missing)}: no such file"
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(certfile, keyfile)
+    except ssl.SSLError as error:
+        return f"{certfile} and {keyfile} are not a PEM certificate and its private key ({error.reason or error})"
+    except OSError as error:
+        return f"{certfile} and {keyfile}: {error.strerror or error}"
+    return None
 
 
 def unbindable(host: str, port: int) -> str | None:

@@ -81,3 +81,42 @@ def test_serve_refuses_a_port_in_use_before_loading_anything(monkeypatch, capsys
 def test_a_free_port_binds_and_an_unknown_host_is_named(host, expected):
     problem = serve.unbindable(host, 0)
     assert problem is None if expected is None else problem
+
+
+def test_serve_checks_its_certificate_and_key_before_loading_anything(tmp_path, capsys, monkeypatch):
+    """One without the other, a missing file, a file that is not PEM, a key of another certificate:
+    each one line and status 2 at once; a matching pair passes the same check Uvicorn will make."""
+    import trustme
+
+    ca = trustme.CA()
+    cert, other = ca.issue_cert("speaker-transcripts.test"), ca.issue_cert("elsewhere.test")
+    cert.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
+    cert.private_key_pem.write_to_path(tmp_path / "key.pem")
+    other.private_key_pem.write_to_path(tmp_path / "other-key.pem")
+    (tmp_path / "notes.pem").write_text("not a certificate")
+    assert serve.unusable_tls(tmp_path / "cert.pem", tmp_path / "key.pem") is None
+    assert serve.unusable_tls(None, None) is None
+    assert "give both" in serve.unusable_tls(tmp_path / "cert.pem", None)
+    assert serve.unusable_tls(tmp_path / "missing.pem", tmp_path / "key.pem").endswith("missing.pem: no such file")
+    assert "not a PEM certificate" in serve.unusable_tls(tmp_path / "notes.pem", tmp_path / "key.pem")
+    assert "not a PEM certificate and its private key" in serve.unusable_tls(tmp_path / "cert.pem", tmp_path / "other-key.pem")
+    monkeypatch.setitem(sys.modules, "speaker_transcripts.server.app", None)  # importing the app would fail the test
+    assert serve.main(["--port", "0", "--ssl-certfile", str(tmp_path / "cert.pem")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "speaker-transcripts serve: cannot serve HTTPS: give both --ssl-certfile and --ssl-keyfile (or SSL_CERTFILE and SSL_KEYFILE)")
+
+
+def test_the_container_health_probe_follows_the_port_and_https(monkeypatch):
+    from speaker_transcripts.server import healthcheck
+
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("SSL_CERTFILE", raising=False)
+    assert healthcheck.health_url() == ("http://127.0.0.1:8080/health", None)
+    with socket.socket() as bound:  # a port of ours that nothing listens on
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        monkeypatch.setenv("PORT", str(port))
+        monkeypatch.setenv("SSL_CERTFILE", "/certs/cert.pem")
+        url, context = healthcheck.health_url()
+        assert url == f"https://127.0.0.1:{port}/health" and context is not None
+        assert healthcheck.main() == 1, "nothing answers: unhealthy, not a traceback"

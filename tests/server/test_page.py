@@ -136,6 +136,42 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     assert page.problems == []
 
 
+def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_http(microphone_wav, real_handler, tmp_path):
+    """The page as another machine opens it (a host name that is not localhost, mapped to 127.0.0.1 in
+    Chromium only): over ``serve --ssl-certfile/--ssl-keyfile`` (a throwaway CA's certificate) Record
+    streams over wss:// and words come back; over plain http the browser gives no microphone, and the
+    page says why and what to do instead of "No microphone was found"."""
+    import trustme
+    from playwright.sync_api import sync_playwright
+
+    certificate = trustme.CA().issue_cert("speaker-transcripts.test")
+    certificate.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
+    certificate.private_key_pem.write_to_path(tmp_path / "key.pem")
+    arguments = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                 "--host-resolver-rules=MAP speaker-transcripts.test 127.0.0.1", "--ignore-certificate-errors",
+                 "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                 f"--use-file-for-fake-audio-capture={microphone_wav}"]
+    tls = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=arguments)
+        try:
+            page = chromium.new_page()
+            with serving(create_app(lambda: real_handler, ServerSettings()), **tls) as base_url:
+                page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
+                assert page.evaluate("window.isSecureContext") and page.locator("#record-note").is_hidden()
+                page.get_by_role("button", name="Record").click()
+                expect(page.locator("#transcript")).to_contain_text("forward", timeout=GUARD_MS)
+                page.get_by_role("button", name="Stop").click()
+                expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
+            with serving(create_app(lambda: real_handler, ServerSettings())) as base_url:
+                page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
+                expect(page.locator("#record")).to_be_disabled()
+                expect(page.locator("#record-note")).to_contain_text("only to pages served over https://")
+                expect(page.locator("#record-note")).to_contain_text("--ssl-certfile")
+        finally:
+            chromium.close()
+
+
 def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handler):
     settings = ServerSettings(api_key="sk-page")
     with serving(create_app(lambda: real_handler, settings), settings) as base_url:

@@ -250,6 +250,18 @@ function setRecording(on) {
   $("record").textContent = on ? "Stop" : "Record";
 }
 
+// Browsers give the microphone only to secure pages: https://, or http://localhost. Opened from another
+// machine over plain http, getUserMedia does not even exist, which used to read "No microphone was found".
+const INSECURE_ORIGIN = !window.isSecureContext;
+if (INSECURE_ORIGIN) {
+  $("record").disabled = true;
+  $("record").title = "Record needs this page over https:// (or at localhost)";
+  $("record-note").hidden = false;
+  $("record-note").textContent = `Record is unavailable: browsers give the microphone only to pages served over https:// or from localhost, and this one is ${location.origin}. `
+    + "Serve it with speaker-transcripts serve --ssl-certfile cert.pem --ssl-keyfile key.pem (or behind a TLS proxy) and open https://"
+    + `${location.host}/ instead. Files can be transcribed here as they are.`;
+}
+
 async function startLive() {
   if (authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
   let stream;
