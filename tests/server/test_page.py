@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 from servers import serving
@@ -96,8 +98,21 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     page.goto(page_url + "/")
     assert page.title().startswith("Who said what")
     page.set_input_files("#file-input", str(SAMPLE))
+    page.evaluate("""() => {  // every value the progress bar and the status line take
+      window.seen = { progress: [], status: [] };
+      new MutationObserver(() => window.seen.progress.push(document.getElementById("progress").getAttribute("value")))
+        .observe(document.getElementById("progress"), { attributes: true, attributeFilter: ["value"] });
+      new MutationObserver(() => window.seen.status.push(document.getElementById("status").textContent))
+        .observe(document.getElementById("status"), { childList: true, characterData: true, subtree: true });
+    }""")
     page.get_by_role("button", name="Transcribe").click()
     expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
+    seen = page.evaluate("window.seen")
+    values = [float(value) for value in seen["progress"] if value is not None]
+    assert None in seen["progress"] and values and values == sorted(values) and values[-1] > 0.5, seen
+    assert any(re.fullmatch(r"Uploading two-readers\.wav \(\d+ kB\)…", status) for status in seen["status"]), seen["status"]
+    assert any(re.fullmatch(r"Transcribing: 0:\d\d of 0:1\d…", status) for status in seen["status"]), seen["status"]
+    assert page.locator("#cancel").is_hidden()
     names = page.locator("#speakers input")
     assert names.count() == 2 and names.nth(0).input_value() == "SPEAKER_00"
     transcript = page.locator("#transcript").inner_text().lower()
@@ -122,6 +137,50 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     assert page.problems == []
 
 
+def test_cancel_stops_the_servers_work_too(browser, real_handler):
+    """Cancel while the server transcribes (its work held until it is told to stop): the page says it
+    was cancelled, the server's work ends (its ``should_stop`` said yes) and it counts the request
+    abandoned, and the next request is served."""
+    import threading
+
+    from speaker_transcripts.errors import RequestAbandoned
+
+    working, stopped = threading.Event(), threading.Event()
+
+    class Held:
+        def __getattr__(self, name):
+            return getattr(real_handler, name)
+
+        def __call__(self, data, should_stop=lambda: False, **callbacks):
+            if not stopped.is_set():
+                working.set()
+                deadline = time.monotonic() + 120  # a failure guard only
+                while not should_stop() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                stopped.set()
+                raise RequestAbandoned("cancelled")
+            return real_handler(data, should_stop=should_stop, **callbacks)
+
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        with serving(create_app(lambda: Held(), ServerSettings())) as base_url:
+            page.goto(base_url + "/")
+            page.set_input_files("#file-input", str(SAMPLE))
+            page.get_by_role("button", name="Transcribe").click()
+            assert working.wait(GUARD_MS / 1000)
+            page.get_by_role("button", name="Cancel").click()
+            expect(page.locator("#status")).to_have_text(re.compile("^Cancelled"), timeout=GUARD_MS)
+            assert stopped.wait(GUARD_MS / 1000), "the server went on working for a client that left"
+            assert page.locator("#error").is_hidden() and page.locator("#cancel").is_hidden()
+            metrics = httpx.get(base_url + "/metrics").text
+            assert re.search(r"^speaker_transcripts_abandoned_requests_total 1\.0$", metrics, flags=re.MULTILINE), metrics[-500:]
+            page.get_by_role("button", name="Transcribe").click()
+            expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
+    finally:
+        context.close()
+
+
 def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     page.goto(page_url + "/")
     record = page.get_by_role("button", name="Record")
@@ -136,13 +195,12 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     assert page.problems == []
 
 
-def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_http(microphone_wav, real_handler, tmp_path):
+def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_http(browser, microphone_wav, real_handler, tmp_path):
     """The page as another machine opens it (a host name that is not localhost, mapped to 127.0.0.1 in
     Chromium only): over ``serve --ssl-certfile/--ssl-keyfile`` (a throwaway CA's certificate) Record
     streams over wss:// and words come back; over plain http the browser gives no microphone, and the
     page says why and what to do instead of "No microphone was found"."""
     import trustme
-    from playwright.sync_api import sync_playwright
 
     certificate = trustme.CA().issue_cert("speaker-transcripts.test")
     certificate.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
@@ -152,24 +210,23 @@ def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_ht
                  "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                  f"--use-file-for-fake-audio-capture={microphone_wav}"]
     tls = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=arguments)
-        try:
-            page = chromium.new_page()
-            with serving(create_app(lambda: real_handler, ServerSettings()), **tls) as base_url:
-                page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
-                assert page.evaluate("window.isSecureContext") and page.locator("#record-note").is_hidden()
-                page.get_by_role("button", name="Record").click()
-                expect(page.locator("#transcript")).to_contain_text("forward", timeout=GUARD_MS)
-                page.get_by_role("button", name="Stop").click()
-                expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
-            with serving(create_app(lambda: real_handler, ServerSettings())) as base_url:
-                page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
-                expect(page.locator("#record")).to_be_disabled()
-                expect(page.locator("#record-note")).to_contain_text("only to pages served over https://")
-                expect(page.locator("#record-note")).to_contain_text("--ssl-certfile")
-        finally:
-            chromium.close()
+    chromium = browser.browser_type.launch(executable_path=CHROMIUM, headless=True, args=arguments)  # its own flags
+    try:
+        page = chromium.new_page()
+        with serving(create_app(lambda: real_handler, ServerSettings()), **tls) as base_url:
+            page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
+            assert page.evaluate("window.isSecureContext") and page.locator("#record-note").is_hidden()
+            page.get_by_role("button", name="Record").click()
+            expect(page.locator("#transcript")).to_contain_text("forward", timeout=GUARD_MS)
+            page.get_by_role("button", name="Stop").click()
+            expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
+        with serving(create_app(lambda: real_handler, ServerSettings())) as base_url:
+            page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
+            expect(page.locator("#record")).to_be_disabled()
+            expect(page.locator("#record-note")).to_contain_text("only to pages served over https://")
+            expect(page.locator("#record-note")).to_contain_text("--ssl-certfile")
+    finally:
+        chromium.close()
 
 
 def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handler):

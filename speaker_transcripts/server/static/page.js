@@ -131,22 +131,41 @@ async function knownSpeakers() {
 
 // --- a file: the streaming transcription route ------------------------------------------------
 
+let transcription = null; // the AbortController of the upload in progress: Cancel aborts it
+
 $("transcribe").addEventListener("click", () => transcribeFile().catch((error) => {
-  showError(error.message);
+  if (error.name === "AbortError") say("Cancelled: the server stopped working on it.");
+  else showError(error.message);
   finishBusy();
 }));
+$("cancel").addEventListener("click", () => transcription?.abort());
 
 function startBusy(message) {
   showError("");
   say(message);
   $("transcribe").disabled = true;
+  $("cancel").hidden = false;
   $("progress").hidden = false;
-  $("progress").value = 0;
+  $("progress").removeAttribute("value"); // indeterminate (moving) until the first words say how far it is
 }
 
 function finishBusy() {
+  transcription = null;
   $("transcribe").disabled = !chosenFile;
+  $("cancel").hidden = true;
   $("progress").hidden = true;
+}
+
+// The recording's length, from the player's metadata (0 when the browser cannot tell soon): what
+// "transcribing 0:12 of 0:30" counts against.
+function mediaDuration(player, waitMs = 3000) {
+  if (Number.isFinite(player.duration) && player.duration > 0) return Promise.resolve(player.duration);
+  return new Promise((resolve) => {
+    const done = () => resolve(Number.isFinite(player.duration) ? player.duration : 0);
+    player.addEventListener("loadedmetadata", done, { once: true });
+    player.addEventListener("error", () => resolve(0), { once: true });
+    setTimeout(done, waitMs);
+  });
 }
 
 function resetResult(source) {
@@ -159,9 +178,11 @@ async function transcribeFile() {
   if (!chosenFile) return;
   if (authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
   const speakers = await knownSpeakers();
-  startBusy(`Uploading ${chosenFile.name}…`);
+  transcription = new AbortController();
+  startBusy(`Uploading ${chosenFile.name} (${megabytes(chosenFile.size)})…`);
   resetResult(chosenFile.name);
   setAudio(URL.createObjectURL(chosenFile));
+  const expected = await mediaDuration($("player"));
   const form = new FormData();
   form.append("file", chosenFile);
   form.append("model", "whisper-1");
@@ -178,8 +199,9 @@ async function transcribeFile() {
   }
   let response;
   try {
-    response = await fetch("v1/audio/transcriptions", { method: "POST", body: form, headers: authHeaders() });
-  } catch {
+    response = await fetch("v1/audio/transcriptions", { method: "POST", body: form, headers: authHeaders(), signal: transcription.signal });
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
     throw new Error("The server could not be reached. Is it still running?");
   }
   if (!response.ok) {
@@ -192,7 +214,10 @@ async function transcribeFile() {
   for await (const event of serverSentEvents(response)) {
     if (event.type === "transcript.text.delta") {
       state.words.push({ text: event.delta, start: event.start, end: event.end, speaker: null });
-      if (state.duration) $("progress").value = Math.min(event.end / state.duration, 1);
+      if (expected) {
+        $("progress").value = Math.min(event.end / expected, 1);
+        say(`Transcribing: ${clock(Math.min(event.end, expected))} of ${clock(expected)}…`);
+      }
       renderTranscript();
     } else if (event.type === "transcript.text.segment") {
       state.segments.push({ speaker: event.speaker, text: event.text, start: event.start, end: event.end });
@@ -563,6 +588,10 @@ $("transcript").addEventListener("click", (event) => {
   const word = event.target.closest(".word");
   if (word) seek(state.words[Number(word.dataset.index)].start, true);
 });
+
+function megabytes(bytes) {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.max(1, Math.round(bytes / 1e3))} kB`;
+}
 
 function setAudio(url) {
   const player = $("player");
