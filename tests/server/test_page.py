@@ -183,10 +183,18 @@ def test_cancel_stops_the_servers_work_too(browser, real_handler):
 
 def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     page.goto(page_url + "/")
+    page.evaluate("""() => {  // the level the meter shows, sample by sample
+      window.levels = [];
+      new MutationObserver(() => window.levels.push(Number(document.getElementById("record-level").value)))
+        .observe(document.getElementById("record-level"), { attributes: true, attributeFilter: ["value"] });
+    }""")
     record = page.get_by_role("button", name="Record")
     record.click()
     expect(page.locator("#record")).to_have_attribute("aria-pressed", "true", timeout=GUARD_MS)
+    expect(page.locator("#record-clock")).to_have_text(re.compile(r"^0:0[2-9]|^0:[1-5]\d"), timeout=GUARD_MS)  # it counts
     expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)  # the second reader, live
+    levels = page.evaluate("window.levels")
+    assert max(levels) > 0.5 and min(levels) < max(levels), "the meter follows the voice"
     screenshot(page, "page-live")
     page.get_by_role("button", name="Stop").click()
     expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)

@@ -287,6 +287,18 @@ if (INSECURE_ORIGIN) {
     + `${location.host}/ instead. Files can be transcribed here as they are.`;
 }
 
+// While recording: how long, and how loud the microphone is (a meter that stays still says the
+// microphone hears nothing, before any word could come back).
+function showInput(pcm, seconds) {
+  let energy = 0;
+  for (const sample of pcm) energy += sample * sample;
+  const rms = Math.sqrt(energy / Math.max(pcm.length, 1)) / 32768;
+  const decibels = 20 * Math.log10(rms || 1e-6); // -60 dBFS (silence) .. 0 dBFS (full scale)
+  $("record-input").hidden = false;
+  $("record-level").value = Math.min(Math.max((decibels + 60) / 60, 0), 1);
+  $("record-clock").textContent = clock(seconds);
+}
+
 async function startLive() {
   if (authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
   let stream;
@@ -317,8 +329,12 @@ async function startLive() {
   let lastCompleted = null;
   const tentative = new Map(); // item -> words final but not yet with a speaker
 
+  let heard = 0; // samples captured: the elapsed time shown beside Record
   capture.port.onmessage = (event) => {
-    recorded.push(new Int16Array(event.data));
+    const pcm = new Int16Array(event.data);
+    recorded.push(pcm);
+    heard += pcm.length;
+    showInput(pcm, heard / LIVE_RATE);
     if (open && socket.readyState === WebSocket.OPEN) {
       socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: base64(event.data) }));
     }
@@ -383,6 +399,7 @@ async function startLive() {
   function finish() {
     if (!liveSession) return;
     liveSession = null;
+    $("record-input").hidden = true;
     source.disconnect();
     stream.getTracks().forEach((track) => track.stop());
     context.close();
