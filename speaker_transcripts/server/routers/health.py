@@ -50,6 +50,8 @@ async def ready(request: Request) -> dict[str, Any]:
             "held_mb": round(queue.held_bytes / 2**20, 1), "max_queued_mb": queue.max_held_bytes / 2**20,
         },
         "auth": request.app.state.settings.api_key is not None,
+        # What a client can check before it sends a file (the page refuses what would be refused anyway).
+        "limits": {"max_upload_mb": request.app.state.settings.max_upload_mb, "max_audio_seconds": handler.settings.max_audio_seconds},
     }
 
 

@@ -19,6 +19,7 @@ const state = {
   source: "recording",
 };
 let authRequired = false;
+let limits = {}; // the server's MAX_UPLOAD_MB and MAX_AUDIO_SECONDS (GET /ready): a file over them is not sent
 let liveSession = null;
 
 // --- errors people understand ------------------------------------------------------------------
@@ -56,6 +57,7 @@ async function checkAuth() {
   try {
     const ready = await (await fetch("ready")).json();
     authRequired = Boolean(ready.auth);
+    limits = ready.limits || {};
   } catch {
     authRequired = false;
   }
@@ -156,6 +158,18 @@ function finishBusy() {
   $("progress").hidden = true;
 }
 
+// What the server would refuse after the whole upload, refused before a byte is sent. A multipart
+// upload adds a little to the file: the server's 413 still answers a file just under the limit.
+function refuseOverLimits(file, seconds) {
+  const megabytesAllowed = limits.max_upload_mb;
+  if (megabytesAllowed && file.size > megabytesAllowed * 1024 * 1024) {
+    throw new Error(`The recording is too big for this server: ${megabytes(file.size)}, and it takes at most ${megabytes(megabytesAllowed * 1024 * 1024)} (MAX_UPLOAD_MB). Nothing was sent.`);
+  }
+  if (limits.max_audio_seconds && seconds > limits.max_audio_seconds) {
+    throw new Error(`The recording is too long for this server: ${clock(seconds)}, and it takes at most ${clock(limits.max_audio_seconds)} (MAX_AUDIO_SECONDS). Nothing was sent.`);
+  }
+}
+
 // The recording's length, from the player's metadata (0 when the browser cannot tell soon): what
 // "transcribing 0:12 of 0:30" counts against.
 function mediaDuration(player, waitMs = 3000) {
@@ -183,6 +197,7 @@ async function transcribeFile() {
   resetResult(chosenFile.name);
   setAudio(URL.createObjectURL(chosenFile));
   const expected = await mediaDuration($("player"));
+  refuseOverLimits(chosenFile, expected);
   const form = new FormData();
   form.append("file", chosenFile);
   form.append("model", "whisper-1");
