@@ -1,7 +1,7 @@
 """Live sessions at real-time pace: how soon words arrive, how right they are, how many sessions fit.
 
     python bench/live.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] \
-        [--sessions 1 2 3] [--no-diarize] [--speed 1] [--out bench-results/live]
+        [--sessions 1 2 3] [--no-diarize] [--no-shed] [--speed 1] [--out bench-results/live]
 
 Each dev conversation (manifest entries with RTTM and text) is streamed into a live session
 (``live/session.py``, the models loaded once, as the server runs them) in 100-ms appends at
@@ -50,13 +50,16 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1], help="sessions at once, one run each")
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
+    parser.add_argument("--no-shed", dest="shed", action="store_false", help="keep every interim decode while behind (the old way)")
     parser.add_argument("--speed", type=float, default=1.0, help="pace over real time (1: real time)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
 
 
-def stream(session: Any, samples: np.ndarray, speed: float) -> dict[str, Any]:
-    """Feed ``samples`` at ``speed`` x real time; the session processes what arrived whenever it is free."""
+def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True) -> dict[str, Any]:
+    """Feed ``samples`` at ``speed`` x real time; the session processes what arrived whenever it is free
+    (``shed``: fewer interim decodes while it is behind, as the server's route has it)."""
+    from speaker_transcripts.live.backlog import LagWatch
     from speaker_transcripts.live.events import TranscriptCompleted, TranscriptDelta, TranscriptSegment
 
     arrived: list[np.ndarray] = []
@@ -91,12 +94,17 @@ def stream(session: Any, samples: np.ndarray, speed: float) -> dict[str, Any]:
             elif isinstance(event, TranscriptCompleted):
                 completed.append(event.transcript)
 
+    watch = LagWatch()  # as the server's route: behind past 4 s of lag, and interim decodes shed until caught up
+    reports: list[Any] = []
     while not (done.is_set() and not arrived):
         with lock:
             batch, arrived[:] = list(arrived), []
         if not batch:
             time.sleep(0.01)
             continue
+        if (report := watch.observe((time.monotonic() - started) * speed - fed / 16000)) is not None:
+            reports.append(report)
+        session.shedding = shed and watch.behind
         chunk = np.concatenate(batch)
         fed += len(chunk)
         backlog_peak = max(backlog_peak, (time.monotonic() - started) * speed - fed / 16000)
@@ -104,7 +112,7 @@ def stream(session: Any, samples: np.ndarray, speed: float) -> dict[str, Any]:
         note(events, (time.monotonic() - started) * speed)
     note(session.close(), (time.monotonic() - started) * speed)
     return {"latencies": latencies, "segments": segments, "completed": completed, "backlog_peak_s": backlog_peak,
-            "wall_s": time.monotonic() - started}
+            "wall_s": time.monotonic() - started, "behind_reports": sum(report.behind for report in reports)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
             def run(index: int, entry: Any, into: list[dict[str, Any]]) -> None:
                 session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize))
-                into[index] = stream(session, audio[entry.name], arguments.speed)
+                into[index] = stream(session, audio[entry.name], arguments.speed, shed=arguments.shed)
 
             threads = [threading.Thread(target=run, args=(index, entry, group_results)) for index, entry in enumerate(group)]
             for thread in threads:
@@ -171,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             "file_wer": round(file_errors.rate, 4),
             "cpu_cores_busy": round(cpu, 2),
             "backlog_peak_s": round(max(result["backlog_peak_s"] for result in results), 2),
+            "behind_reports": sum(result["behind_reports"] for result in results),
             "wall_over_audio": round(max(result["wall_s"] * arguments.speed / (len(audio[entry.name]) / 16000)
                                          for entry, result in zip(chosen, results, strict=True)), 2),
         }
@@ -179,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         report["runs"].append(row)
         print(json.dumps(row), flush=True)
     arguments.out.mkdir(parents=True, exist_ok=True)
-    (arguments.out / f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}.json").write_text(json.dumps(report, indent=2))
+    name = f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}{'' if arguments.shed else '-no-shed'}.json"
+    (arguments.out / name).write_text(json.dumps(report, indent=2))
     return 0
 
 
