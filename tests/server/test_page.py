@@ -256,19 +256,23 @@ def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handl
     assert "API key is wrong" in wrong
 
 
+def refused_upload(page, base_url: str, sent: list[str]) -> str:
+    """Choose the sample and press Transcribe: the error the page shows, every POST it made noted in ``sent``."""
+    page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
+    page.goto(base_url + "/")
+    page.set_input_files("#file-input", str(SAMPLE))
+    page.get_by_role("button", name="Transcribe").click()
+    page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
+    return page.inner_text("#error")
+
+
 def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_handler, monkeypatch):
+    sent: list[str] = []
     settings = ServerSettings(max_upload_mb=0.1, live_max_sessions=0)
     with serving(create_app(lambda: real_handler, settings), settings) as base_url:
         context = browser.new_context()
         page = context.new_page()
-        sent: list[str] = []
-        page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
-        page.goto(base_url + "/")
-        page.set_input_files("#file-input", str(SAMPLE))
-        page.get_by_role("button", name="Transcribe").click()
-        page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
-        too_big = page.inner_text("#error")
-        assert sent == [], "the page knew the limit: nothing was uploaded"
+        too_big = refused_upload(page, base_url, sent)
         status_beside_it = page.inner_text("#status")
         page.get_by_role("button", name="Record").click()
         expect(page.locator("#error")).to_contain_text("capacity", timeout=GUARD_MS)
@@ -277,16 +281,11 @@ def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_han
     monkeypatch.setattr(real_handler.settings, "max_audio_seconds", 10.0)
     with serving(create_app(lambda: real_handler, ServerSettings())) as base_url:
         context = browser.new_context()
-        page = context.new_page()
-        page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
-        page.goto(base_url + "/")
-        page.set_input_files("#file-input", str(SAMPLE))
-        page.get_by_role("button", name="Transcribe").click()
-        page.wait_for_selector("#error:not([hidden])", timeout=GUARD_MS)
-        too_long = page.inner_text("#error")
+        too_long = refused_upload(context.new_page(), base_url, sent)
         context.close()
-    assert sent == [] and "too long" in too_long and "0:14" in too_long and "at most 0:10 (MAX_AUDIO_SECONDS)" in too_long
+    assert sent == [], "the page knew the limits: nothing was uploaded"
     assert "too big" in too_big and "MAX_UPLOAD_MB" in too_big and "470 kB" in too_big and "Nothing was sent" in too_big
+    assert "too long" in too_long and "0:14" in too_long and "at most 0:10 (MAX_AUDIO_SECONDS)" in too_long
     assert "Uploading" not in status_beside_it  # the status no longer says the upload goes on beside its error
     assert "at capacity" in busy
 
