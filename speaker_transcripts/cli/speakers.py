@@ -53,8 +53,10 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         except ValidationError as error:
             parser.error(error.errors(include_url=False)[0]["msg"].removeprefix("Value error, "))
     for clip in getattr(arguments, "clips", []):
-        if not clip.is_file():
+        if not clip.exists():
             parser.error(f"{clip}: no such file")
+        if not clip.is_file():  # reading a FIFO would wait for a writer forever
+            parser.error(f"{clip}: not a regular file (a FIFO, a device or a folder)")
     return arguments
 
 
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"removed {arguments.name!r} from {library.folder}", file=sys.stderr)
         return 0
     try:
+        library.check_writable()  # before any clip is read or model loaded
         return _add(arguments, library)
     except InvalidRequestError as error:
         print(f"speaker-transcripts speakers: {error}", file=sys.stderr)

@@ -17,11 +17,14 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from speaker_transcripts.errors import InvalidRequestError
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -61,16 +64,27 @@ class VoiceLibrary:
         never sees half of it."""
         voice = Voice(name=name, model=model, embedding=_mean_direction(embeddings), clips=len(embeddings),
                       telephone=_mean_direction(telephone) if telephone else None)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.check_writable()
         target = self._file(name)
-        temporary = target.with_suffix(".partial")
         data = {"version": FORMAT_VERSION, "name": name, "model": model, "dimension": voice.dimension, "clips": voice.clips,
                 "embedding": [round(float(v), 7) for v in voice.embedding]}
         if voice.telephone is not None:
             data["telephone_embedding"] = [round(float(v), 7) for v in voice.telephone]
-        temporary.write_text(json.dumps(data))
-        os.replace(temporary, target)
+        # A temporary file of this writer's own: two enrolments of one name at once each write theirs whole and
+        # the last rename wins (a shared temporary name let one rename the other's half-written file, or fail).
+        with tempfile.NamedTemporaryFile("w", dir=self.folder, suffix=".partial", delete=False) as temporary:
+            temporary.write(json.dumps(data))
+        os.replace(temporary.name, target)
         return voice
+
+    def check_writable(self) -> None:
+        """Create the folder if need be; a folder that cannot be made or written is the user's to fix, said in one line."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.folder):
+                pass
+        except OSError as error:
+            raise InvalidRequestError(f"the voice library {self.folder} cannot be written ({error.strerror or error})") from None
 
     def remove(self, name: str) -> bool:
         """Forget ``name``; False when there was no such voice."""
@@ -85,6 +99,8 @@ class VoiceLibrary:
         found = []
         for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
             try:
+                if not path.is_file():  # a FIFO would hold the server's start-up forever
+                    raise ValueError("not a regular file")
                 data = json.loads(path.read_text())
                 if data.get("version") != FORMAT_VERSION:
                     raise ValueError(f"format {data.get('version')!r}")

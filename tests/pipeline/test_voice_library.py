@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.pipeline.voice_library import VoiceLibrary
 
 
@@ -43,3 +45,34 @@ def test_voices_of_another_model_or_dimension_and_broken_files_are_left_out(tmp_
     assert list(library.for_model("pyannote-campplus", dimension=3)) == ["Ann"]
     assert [voice.name for voice in library.voices()] == ["Ann", "Ben", "Cal"]
     assert VoiceLibrary(tmp_path / "missing").voices() == []
+
+
+def test_two_enrolments_of_one_name_at_once_leave_one_whole_voice(tmp_path):
+    """Many writers of one name, each with its own vector: no error, no temporary file left behind, and
+    the voice read back is one writer's whole (a shared temporary name let one rename the other's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    library = VoiceLibrary(tmp_path / "voices")
+    vectors = [np.eye(4, dtype=np.float32)[index % 4] + 0.1 for index in range(32)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda vector: library.add("Ann", [vector], "model-a"), vectors))
+    (voice,) = library.voices()
+    assert any(np.allclose(voice.embedding, vector / np.linalg.norm(vector)) for vector in vectors)
+    assert sorted(path.suffix for path in (tmp_path / "voices").iterdir()) == [".json"]
+
+
+def test_a_library_that_cannot_be_written_is_said_in_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    library = VoiceLibrary(tmp_path / "a-file" / "voices")
+    with pytest.raises(InvalidRequestError, match=r"the voice library .*a-file/voices cannot be written \(Not a directory\)"):
+        library.add("Ann", [np.ones(4, dtype=np.float32)], "model-a")
+
+
+def test_a_fifo_in_the_library_is_left_out_unread(tmp_path, caplog):
+    import os
+
+    library = VoiceLibrary(tmp_path)
+    library.add("Ann", [np.ones(4, dtype=np.float32)], "model-a")
+    os.mkfifo(tmp_path / "pipe.json")
+    assert [voice.name for voice in library.voices()] == ["Ann"]
+    assert "pipe.json is not a voice (not a regular file)" in caplog.text
