@@ -68,11 +68,15 @@ def test_a_library_that_cannot_be_written_is_said_in_one_line(tmp_path):
         library.add("Ann", [np.ones(4, dtype=np.float32)], "model-a")
 
 
-def test_a_fifo_in_the_library_is_left_out_unread(tmp_path, caplog):
+def test_a_fifo_in_the_library_is_left_out_unread(tmp_path, monkeypatch):
     import os
 
+    from speaker_transcripts.pipeline import voice_library
+
+    warned: list[str] = []
+    monkeypatch.setattr(voice_library.logger, "warning", lambda message, *values: warned.append(message % values))
     library = VoiceLibrary(tmp_path)
     library.add("Ann", [np.ones(4, dtype=np.float32)], "model-a")
     os.mkfifo(tmp_path / "pipe.json")
     assert [voice.name for voice in library.voices()] == ["Ann"]
-    assert "pipe.json is not a voice (not a regular file)" in caplog.text
+    assert warned == [f"voice library {tmp_path}: pipe.json is not a voice (not a regular file); left out"]
