@@ -332,6 +332,51 @@ def test_a_new_session_right_after_the_last_one_closed_is_served(live_handler, p
         assert asyncio.run(scenario()) == ["session.created"] * 4
 
 
+def test_a_new_session_waits_for_an_ending_sessions_slow_last_step(live_handler, pcm):
+    """One slot; the first session's client leaves while its thread is in a step that takes longer than
+    ``SLOT_WAIT_S`` (a busy machine: held here until 5 s after the client left). The next session waits
+    for that step to end instead of being refused as server_busy."""
+    import threading
+
+    from speaker_transcripts.server.routers import realtime as route
+
+    release = threading.Event()
+
+    class SlowStream:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def probabilities(self, samples):
+            release.wait(120)  # a failure guard only
+            return self.stream.probabilities(samples)
+
+    class SlowGate:
+        def __getattr__(self, name):
+            return getattr(live_handler.speech_gate, name)
+
+        def stream(self):
+            return SlowStream(live_handler.speech_gate.stream())
+
+    class Busy:
+        speech_gate = SlowGate()
+
+        def __getattr__(self, name):
+            return getattr(live_handler, name)
+
+    settings = ServerSettings(live_max_sessions=1)
+    with serving(create_app(lambda: Busy(), settings)) as base_url:
+        async def scenario() -> str:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": appends(pcm)[10]}))
+            threading.Timer(route.SLOT_WAIT_S + 2.0, release.set).start()  # the step outlasts the short wait
+            async with connect(ws_url(base_url)) as socket:
+                return json.loads(await socket.recv())["type"]
+
+        assert asyncio.run(scenario()) == "session.created"
+    assert release.is_set()
+
+
 def test_frames_without_audio_do_not_keep_a_session_alive(live_handler):
     """A client that sends a malformed frame (or a useless event) now and then held the only slot for
     LIVE_MAX_SESSION_S: only audio counts as activity."""

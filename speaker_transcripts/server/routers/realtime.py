@@ -65,7 +65,8 @@ BROWSER_KEY_PREFIX = "openai-insecure-api-key."
 REALTIME_SUBPROTOCOL = "realtime"
 
 
-SLOT_WAIT_S = 3.0  # a session that is ending frees its slot within this; a new one waits that long before server_busy
+SLOT_WAIT_S = 3.0  # a new session waits this long for a session whose end has not begun yet (its close frame in flight)
+ENDING_WAIT_S = 60.0  # ... and this long for one that is ending (its client gone, its thread finishing a step)
 
 
 class LiveSlots:
@@ -74,25 +75,49 @@ class LiveSlots:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.active = 0
-        self.freed = asyncio.Event()
+        self.ending = 0  # of the active: sessions whose end has begun; each frees its slot once its thread's step is done
+        self.changed = asyncio.Event()
         self.executor = ThreadPoolExecutor(max_workers=max(limit, 1), thread_name_prefix="live")
 
-    async def take(self, wait_s: float = SLOT_WAIT_S) -> bool:
-        """A slot, waiting up to ``wait_s`` for one: a client that opens its next session as soon as the
-        last one closed (its close frame crosses the server's cleanup) is not refused as busy."""
-        deadline = time.monotonic() + wait_s
+    async def take(self, wait_s: float = SLOT_WAIT_S) -> Slot | None:
+        """A slot, or None when every slot stays taken. A client that opens its next session as soon as
+        the last one closed is not refused as busy: it waits ``wait_s`` for that session's end to begin
+        (its close frame crosses the new connection), then for as long as the ending session's thread
+        takes to finish its step (on a busy machine, seconds), up to ``ENDING_WAIT_S``."""
+        started = time.monotonic()
         while self.active >= self.limit:
-            self.freed.clear()
+            self.changed.clear()
+            waited = time.monotonic() - started
+            patience = ENDING_WAIT_S if self.ending else wait_s
             try:
-                await asyncio.wait_for(self.freed.wait(), timeout=max(deadline - time.monotonic(), 0.0))
+                await asyncio.wait_for(self.changed.wait(), timeout=max(patience - waited, 0.0))
             except TimeoutError:
-                return False
+                if not self.ending or time.monotonic() - started >= ENDING_WAIT_S:
+                    return None
         self.active += 1
-        return True
+        return Slot(self)
+
+
+class Slot:
+    """One session's hold on ``LiveSlots``: ``ending`` when its end begins, ``give_back`` once (its thread done)."""
+
+    def __init__(self, slots: LiveSlots) -> None:
+        self.slots = slots
+        self.is_ending = False
+        self.given_back = False
+
+    def ending(self) -> None:
+        if not self.is_ending and not self.given_back:
+            self.is_ending = True
+            self.slots.ending += 1
+            self.slots.changed.set()
 
     def give_back(self) -> None:
-        self.active -= 1
-        self.freed.set()
+        if not self.given_back:
+            self.given_back = True
+            self.slots.active -= 1
+            self.slots.ending -= self.is_ending
+            self.slots.changed.set()
 
 
 def _offered_key(websocket: WebSocket) -> tuple[bytes | None, bool]:
@@ -130,25 +155,23 @@ async def realtime(websocket: WebSocket) -> None:
         await _refuse(websocket, f"intent {intent!r} is not served here: this server runs transcription sessions (?intent=transcription)",
                       "invalid_intent", 1008)
         return
-    if not await slots.take():
+    slot = await slots.take()
+    if slot is None:
         app.state.metrics.live_refused.labels("capacity").inc()
         await _refuse(websocket, f"the server is at capacity ({slots.limit} live sessions, LIVE_MAX_SESSIONS); try again later",
                       "server_busy", 1013, kind="server_error")
         return
     app.state.metrics.live_sessions.inc()
-    released = False
 
     def release() -> None:
         """Free the slot once: before the closing frame goes out, so a client that opens its next
         session as soon as this one closes finds the slot free."""
-        nonlocal released
-        if not released:
-            released = True
-            slots.give_back()
+        if not slot.given_back:
+            slot.give_back()
             app.state.metrics.live_sessions.dec()
 
     try:
-        await Connection(websocket, handler, settings, slots.executor, release).run()
+        await Connection(websocket, handler, settings, slots.executor, release, slot.ending).run()
     finally:
         release()
 
@@ -167,12 +190,13 @@ class Connection:
     (events in order, audio that piled up meanwhile taken in one go), and the limits in time."""
 
     def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor,
-                 release: Callable[[], None] = lambda: None) -> None:
+                 release: Callable[[], None] = lambda: None, ending: Callable[[], None] = lambda: None) -> None:
         self.websocket = websocket
         self.handler = handler
         self.limits = settings
         self.executor = executor
         self.release = release
+        self.ending = ending  # said once the session's end has begun (client gone, idle, expired, closing)
         self.id = new_id("sess")
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
@@ -214,6 +238,7 @@ class Connection:
             await self.send({"type": kind, "event_id": new_id("event"), "session": self._session_object()})
             done, _ = await asyncio.wait({reader, worker}, timeout=max(self.expires_at - time.time(), 0.0),
                                          return_when=asyncio.FIRST_COMPLETED)
+            self.ending()
             if worker not in done:
                 if not done:  # the session's time is up: the open turn is finished, then the session closes
                     await self.send(error_event(f"the session reached its limit of {self.limits.live_max_session_s:g} s "
@@ -224,6 +249,7 @@ class Connection:
                 await worker
         except ClientGone:
             self.stopped.set()
+            self.ending()
         finally:
             reader.cancel()
             worker.cancel()
@@ -299,9 +325,9 @@ class Connection:
                 batch.append(self.inbox.get_nowait())
             for kind, value, client_event_id in _coalesced(batch):
                 self._taken(kind, value)
-                self.running = loop.run_in_executor(self.executor, self._apply, kind, value)
+                step = self.running = loop.run_in_executor(self.executor, self._apply, kind, value)
                 try:
-                    events = await self.running
+                    events = await asyncio.shield(step)  # cancelling the worker leaves the thread's step to be waited for
                 except ProtocolError as error:
                     await self.send(error_event(str(error), error.code, error.param, client_event_id))
                     continue
@@ -311,7 +337,8 @@ class Connection:
                 except RequestAbandoned:
                     return
                 finally:
-                    self.running = None
+                    if step.done():  # cancelled while the thread works on: run() waits for the step before the slot frees
+                        self.running = None
                     self.in_flight = 0.0
                 if kind == "audio":
                     await self._report_lag()
