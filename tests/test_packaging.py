@@ -43,7 +43,7 @@ def test_the_wheel_holds_every_module_the_command_and_requirements_txt(wheel):
     assert modules <= names, sorted(modules - names)
     page = {str(path.relative_to(ROOT)) for path in (PACKAGE / "server" / "static").iterdir()}  # GET / from the installed package
     assert page and page <= names, sorted(page - names)
-    assert "speaker-transcripts = speaker_transcripts.cli:main" in entry_points
+    assert "speaker-transcripts = speaker_transcripts.cli:run" in entry_points
     # one source of truth: the wheel's dependencies are requirements.txt's, pins included
     declared = {str(Requirement(value)) for value in metadata.get_all("Requires-Dist") if "extra ==" not in value}
     assert declared == {str(requirement) for requirement in requirements_txt()}
