@@ -458,3 +458,51 @@ def test_people_enrolled_once_in_the_voice_library_are_named_in_a_recording(tmp_
     result = transcriber({"inputs": SAMPLE.read_bytes()})
     assert named(result) == ["Reader A", "Reader B", "Reader A"]
     assert result["warnings"] == [] and "known_speakers" not in result  # the library's people are not the request's to report
+
+
+def test_known_speakers_are_named_in_a_live_session_on_the_server_as_in_process(handler, capsys):
+    """``live --speaker`` in process, the same over ``--url``, and the official client's realtime session with
+    ``known_speakers`` in its ``session.update``: each names both readers and not the impostor."""
+    import asyncio
+    import base64
+
+    from openai import AsyncOpenAI
+
+    from speaker_transcripts.cli import live
+    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.server.app import create_app
+    from tests.servers import serving
+
+    speakers = [f"{name}={ENROLMENT / file}" for name, file in
+                (("Impostor", "impostor.wav"), ("Reader A", "reader-a.wav"), ("Reader B", "reader-b.wav"))]
+    options = [option for speaker in speakers for option in ("--speaker", speaker)]
+
+    def names_printed(arguments: list[str]) -> list[str]:
+        assert live.main([str(SAMPLE), "--speed", "50", *options, *arguments]) == 0
+        return [line.split(":", 1)[0] for line in capsys.readouterr().out.splitlines()]
+
+    in_process = names_printed(["--asr-model", "whisper-tiny.en", "--diarization-model", "pyannote-campplus"])
+    assert in_process == ["Reader A", "Reader B", "Reader A"]
+
+    async def openai_session(url: str) -> list[str]:
+        pcm = (np.clip(decode_file(SAMPLE.read_bytes()).samples, -1, 1) * 32767).astype("<i2").tobytes()
+        known = [{"name": name, "audio": clip(file)} for name, file in (("Reader A", "reader-a.wav"), ("Reader B", "reader-b.wav"))]
+        client = AsyncOpenAI(base_url=f"{url}/v1", api_key="unused")
+        segments = []
+        async with client.realtime.connect(extra_query={"intent": "transcription"}) as connection:
+            await connection.session.update(session={"type": "transcription", "audio": {"input": {
+                "format": {"type": "audio/pcm", "rate": 16000}, "transcription": {"model": "whisper-1", "language": "en", "known_speakers": known}}}})
+            for start in range(0, len(pcm), 3200):  # 0.1 s a frame, sent at once: the session's order, not its pace
+                await connection.input_audio_buffer.append(audio=base64.b64encode(pcm[start : start + 3200]).decode())
+            await connection.input_audio_buffer.commit()
+            async with asyncio.timeout(300):
+                async for event in connection:
+                    if event.type == "conversation.item.input_audio_transcription.segment":
+                        segments.append(event.speaker)
+                    if event.type == "conversation.item.input_audio_transcription.completed" and len(segments) >= 3:
+                        break
+        return segments
+
+    with serving(create_app(lambda: handler)) as url:
+        assert names_printed(["--url", url]) == in_process
+        assert asyncio.run(openai_session(url))[:3] == in_process
