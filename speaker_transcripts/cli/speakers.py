@@ -91,7 +91,7 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     from speaker_transcripts.config import KnownSpeaker, ModelSettings
     from speaker_transcripts.models import registry
     from speaker_transcripts.pipeline.bandwidth import telephone_band
-    from speaker_transcripts.pipeline.diarization import load_diarization_pipeline, speaker_embedder
+    from speaker_transcripts.pipeline.diarization import load_speaker_embedder
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
     from speaker_transcripts.pipeline.transcriber import enrolment_speech
 
@@ -107,7 +107,7 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
         raise InvalidRequestError("a voice is embedded with the diarization model: DIARIZATION_MODEL is off; pass --diarization-model")
     say(f"speakers: loading {configured.diarization_model}'s speaker-embedding model")
     settings = registry.prepare(configured)
-    embed = speaker_embedder(load_diarization_pipeline(settings, "cpu"))
+    embed = load_speaker_embedder(settings, "cpu")
     if embed is None:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
     say(f"speakers: embedding {arguments.name!r}'s voice")

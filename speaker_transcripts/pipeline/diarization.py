@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from speaker_transcripts.errors import RequestAbandoned
@@ -216,6 +217,44 @@ def speaker_embedder(pipeline: DiarizationPipeline) -> Callable[[np.ndarray], np
     model = getattr(pipeline, "_embedding", None)
     if model is None or not callable(model):
         return None
+    return _embedding_function(model, model.device)
+
+
+def load_speaker_embedder(settings: ModelSettings, device: str) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``speaker_embedder`` of the configured pipeline, for enrolling voices without diarizing.
+    The embedded pipeline's CAM++ is loaded alone from its checkpoint, without pyannote (whose
+    import is half of an enrolment's time: ``models/campplus_network.py``); any other pipeline is
+    loaded whole and its model used."""
+    from speaker_transcripts.models.campplus_network import load_voice_embedder
+
+    checkpoint = _embedding_checkpoint(Path(settings.diarization_model or ""))
+    if checkpoint is not None and (network := load_voice_embedder(checkpoint)) is not None:
+        import torch
+
+        return _embedding_function(network.to(device), torch.device(device))
+    return speaker_embedder(load_diarization_pipeline(settings, device))
+
+
+def _embedding_checkpoint(folder: Path) -> Path | None:
+    """The embedding model's checkpoint file of a local pipeline folder whose ``config.yaml`` names
+    one inside the folder (``$model/...``, as ``models/pyannote_pipeline.py`` writes it), else None."""
+    import yaml
+
+    config = folder / "config.yaml"
+    if not config.is_file():
+        return None
+    try:
+        embedding = yaml.safe_load(config.read_text())["pipeline"]["params"]["embedding"]
+    except (yaml.YAMLError, KeyError, TypeError):
+        return None  # pyannote reads the folder and says what is wrong
+    if not isinstance(embedding, str) or not embedding.startswith("$model/"):
+        return None
+    checkpoint = folder / embedding.removeprefix("$model/") / "pytorch_model.bin"
+    return checkpoint if checkpoint.is_file() else None
+
+
+def _embedding_function(model: Callable[..., Any], device: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """16 kHz samples (one clip, or a batch of clips of one length) -> their embeddings, on one thread on CPU."""
 
     def embed(samples: np.ndarray) -> np.ndarray:
         import numpy as np
@@ -224,8 +263,9 @@ def speaker_embedder(pipeline: DiarizationPipeline) -> Callable[[np.ndarray], np
         from speaker_transcripts.pipeline.cpu_threads import one_thread_on_cpu
 
         batch = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1, samples.shape[-1])
-        with torch.inference_mode(), one_thread_on_cpu(model.device):
-            vectors = np.asarray(model(torch.from_numpy(batch)[:, None]), dtype=np.float32)
+        with torch.inference_mode(), one_thread_on_cpu(device):
+            vectors = model(torch.from_numpy(batch)[:, None])
+        vectors = np.asarray(vectors.cpu() if isinstance(vectors, torch.Tensor) else vectors, dtype=np.float32)
         return vectors if samples.ndim == 2 else vectors[0]
 
     return embed

@@ -284,3 +284,32 @@ def test_a_sentences_last_word_stays_with_its_speaker_when_the_turn_boundary_fal
     assert word_speakers(words, early) == ["A"] * 8 + ["B"] * 2
     interrupted = [Turn("A", 0.0, 0.6), Turn("B", 0.6, 2.4)]  # B takes over from "you" on: the evidence is clear
     assert word_speakers(words, interrupted)[4:] == ["B"] * 6
+
+
+def test_enrolment_loads_the_embedded_pipelines_campplus_alone_and_embeds_as_the_pipeline(tiny_pyannote, tmp_path):
+    """``load_speaker_embedder``: the network from the pipeline folder without pyannote's pipeline, the same
+    embeddings as the loaded pipeline's; another pipeline's model (WeSpeaker here) through the whole pipeline."""
+    import numpy as np
+    import tiny_models
+
+    from speaker_transcripts.config import ModelSettings
+    from speaker_transcripts.models.campplus_network import VoiceEmbedder
+    from speaker_transcripts.models.pyannote_pipeline import write_pipeline_folder
+    from speaker_transcripts.pipeline import diarization
+    from speaker_transcripts.pipeline.diarization import load_diarization_pipeline, load_speaker_embedder, speaker_embedder
+
+    folder = tmp_path / "pipeline"
+    write_pipeline_folder(tiny_pyannote / "segmentation" / "pytorch_model.bin",
+                          tiny_models.build_campplus_weights(tmp_path / "campplus.pt"), folder)
+    clips = np.random.default_rng(0).standard_normal((2, 16000)).astype(np.float32) * 0.1
+    for settings in (ModelSettings(diarization_model=str(folder)), ModelSettings(diarization_model=str(tiny_pyannote))):
+        whole = speaker_embedder(load_diarization_pipeline(settings, "cpu"))
+        np.testing.assert_array_equal(load_speaker_embedder(settings, "cpu")(clips), whole(clips))
+        np.testing.assert_array_equal(load_speaker_embedder(settings, "cpu")(clips[0]), whole(clips[0]))
+    loaded = []
+    original = VoiceEmbedder.load_state_dict
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(VoiceEmbedder, "load_state_dict", lambda self, *a, **k: loaded.append(1) or original(self, *a, **k))
+        patch.setattr(diarization, "load_diarization_pipeline", lambda *a: pytest.fail("the pipeline was loaded"))
+        load_speaker_embedder(ModelSettings(diarization_model=str(folder)), "cpu")
+    assert loaded == [1]
