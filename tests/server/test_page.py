@@ -78,7 +78,7 @@ def browser(microphone_wav):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(accept_downloads=True, viewport={"width": 1100, "height": 900})
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 800})
     opened = context.new_page()
     opened.problems = []  # console errors and uncaught exceptions: a test fails on any
     opened.on("console", lambda message: opened.problems.append(message.text) if message.type == "error" else None)
@@ -88,10 +88,15 @@ def page(browser):
 
 
 def screenshot(page, name: str) -> None:
+    """With PAGE_SCREENSHOTS=FOLDER: the page as shown (1280x800) and as a phone shows it (390 px wide, ``-narrow``)."""
     folder = os.environ.get("PAGE_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"))
+        shown = page.viewport_size
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.screenshot(path=str(Path(folder) / f"{name}-narrow.png"), full_page=True)
+        page.set_viewport_size(shown)
 
 
 def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, page_url):
@@ -119,9 +124,16 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     assert "forward" in transcript and "dashwood" in transcript
     assert page.locator(".turn-bar").count() >= 3  # the timeline: A, B, A
 
+    first_turn = page.locator(".turn").first.bounding_box()
+    assert 0 <= first_turn["y"] and first_turn["y"] + first_turn["height"] <= 800  # the transcript on the first screen
+    assert page.locator(".lane-name").all_inner_texts() == ["SPEAKER_00", "SPEAKER_01"]
+    ticks = page.locator(".tick").all_inner_texts()
+    assert ticks[0] == "0:00" and len(ticks) >= 3 and all(re.fullmatch(r"0:\d\d", tick) for tick in ticks), ticks
+
     names.nth(0).fill("Reader A")
     names.nth(0).dispatch_event("change")
     assert page.locator(".turn-speaker").first.inner_text() == "Reader A"
+    assert page.locator(".lane-name").all_inner_texts() == ["Reader A", "SPEAKER_01"]
     with page.expect_download() as download:
         page.get_by_role("button", name="Text").click()
     exported = Path(download.value.path()).read_text()
@@ -134,7 +146,47 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     word.click()
     page.locator(".word.current").wait_for(timeout=GUARD_MS)
     screenshot(page, "page-recording")
+    player_keys_and_timeline(page)
     assert page.problems == []
+
+
+def player_keys_and_timeline(page) -> None:
+    """Space plays and pauses (not while typing in a field), the arrows seek 5 s, a click on a lane plays from
+    where it lands, and the player stays on screen while the transcript scrolls."""
+    def player() -> dict:
+        return page.evaluate("(({ paused, currentTime, duration }) => ({ paused, currentTime, duration }))(document.getElementById('player'))")
+
+    def playing() -> None:  # polled from here: the page's CSP refuses wait_for_function's string predicates
+        deadline = time.monotonic() + GUARD_MS / 1000
+        while player()["paused"]:
+            assert time.monotonic() < deadline, "the player never started"
+            time.sleep(0.05)
+
+    lane = page.locator(".lane").first
+    box = lane.bounding_box()
+    lane.click(position={"x": box["width"] / 2, "y": box["height"] / 2})
+    playing()
+    state = player()
+    assert abs(state["currentTime"] - state["duration"] / 2) < 2.0, state
+    page.keyboard.press("Space")
+    assert player()["paused"]
+    page.evaluate("document.getElementById('player').currentTime = 1")
+    page.keyboard.press("ArrowRight")
+    assert player()["currentTime"] == pytest.approx(6.0, abs=0.01)
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert player()["currentTime"] == 0
+    name = page.locator("#speakers input").nth(1)
+    name.click()
+    page.keyboard.press("Space")
+    assert player()["paused"] and name.input_value() == "SPEAKER_01 "  # a space typed, not a play
+    page.locator(".word").first.click()
+    playing()
+    page.keyboard.press("Space")
+    assert player()["paused"]  # the word's click played; Space paused it
+    page.evaluate("document.getElementById('transcript').style.paddingBottom = '2000px'; window.scrollTo(0, document.body.scrollHeight)")
+    bar = page.locator(".player-bar").bounding_box()
+    assert 0 <= bar["y"] <= 1 and page.locator("#player").is_visible()
 
 
 def test_cancel_stops_the_servers_work_too(browser, real_handler):

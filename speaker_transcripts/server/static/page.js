@@ -243,6 +243,7 @@ async function transcribeFile() {
       render();
       const notes = (event.warnings || []).join(" ");
       say(`Done: ${state.words.length} words${state.segments.length ? `, ${speakerLabels().length} speakers` : ""}.${notes ? ` Note: ${notes}` : ""}`);
+      $("result").scrollIntoView({ block: "start" }); // the transcript on the first screen, the player in reach above it
     } else if (event.type === "error") {
       throw new Error(explainStatus(event.error?.code || 500, event.error?.message || ""));
     }
@@ -533,41 +534,97 @@ function renderSpeakers() {
     input.addEventListener("change", () => {
       const name = input.value.trim();
       state.names[label] = name || label;
-      renderTimeline();
-      renderTranscript();
+      showNames();
     });
     wrapper.append(swatch, input);
     box.append(wrapper);
   }
 }
 
+function showNames() {
+  // names changed in place: re-rendering would swap the elements under a click that blurred the name field
+  for (const element of document.querySelectorAll(".turn-speaker[data-label], .lane-name[data-label]")) {
+    element.textContent = nameOf(element.dataset.label);
+  }
+  for (const bar of document.querySelectorAll(".turn-bar[data-label]")) {
+    bar.title = `${nameOf(bar.dataset.label)} ${clock(Number(bar.dataset.start))}–${clock(Number(bar.dataset.end))}`;
+  }
+  for (const play of document.querySelectorAll(".turn-play[data-label]")) {
+    play.setAttribute("aria-label", `Play ${nameOf(play.dataset.label)} from ${play.dataset.clock}`);
+  }
+  describeTimeline();
+}
+
+function describeTimeline() {
+  const labels = speakerLabels();
+  $("timeline").setAttribute("aria-label", labels.length ? `Who spoke when: ${labels.map(nameOf).join(", ")}` : "No speakers");
+}
+
 function renderTimeline() {
+  // a lane per speaker, named with their current name, over a time axis; a click plays from where it lands
   const box = $("timeline");
   box.replaceChildren();
   const labels = speakerLabels();
   const duration = state.duration || Math.max(0, ...state.timeline.map((turn) => turn.end), ...state.words.map((word) => word.end));
-  box.setAttribute("aria-label", labels.length ? `Who spoke when: ${labels.map(nameOf).join(", ")}` : "No speakers");
-  if (!duration) return;
+  describeTimeline();
+  if (!duration || !labels.length) return;
+  const names = document.createElement("div");
+  names.className = "lane-names";
+  const lanes = document.createElement("div");
+  lanes.className = "lanes";
   for (const label of labels) {
+    const name = document.createElement("div");
+    name.className = "lane-name";
+    name.dataset.label = label;
+    name.textContent = nameOf(label);
+    name.style.color = colourOf(label);
+    names.append(name);
     const lane = document.createElement("div");
     lane.className = "lane";
-    lane.title = nameOf(label);
+    lane.dataset.label = label;
+    lane.addEventListener("click", (event) => {
+      const box = lane.getBoundingClientRect();
+      seek((duration * (event.clientX - box.left)) / box.width, true);
+    });
     for (const turn of state.timeline.filter((item) => item.speaker === label)) {
       const bar = document.createElement("div");
       bar.className = "turn-bar";
+      Object.assign(bar.dataset, { label, start: turn.start, end: turn.end });
       bar.style.left = `${(100 * turn.start) / duration}%`;
       bar.style.width = `${Math.max((100 * (turn.end - turn.start)) / duration, 0.3)}%`;
       bar.style.background = colourOf(label);
       bar.title = `${nameOf(label)} ${clock(turn.start)}–${clock(turn.end)}`;
-      bar.addEventListener("click", () => seek(turn.start));
       lane.append(bar);
     }
-    box.append(lane);
+    lanes.append(lane);
   }
   const head = document.createElement("div");
   head.className = "playhead";
   head.id = "playhead";
-  box.append(head);
+  head.style.left = `${(100 * Math.min($("player").currentTime, duration)) / duration}%`;
+  lanes.append(head);
+  box.append(names, lanes, document.createElement("div"));
+  box.append(axis(duration, lanes.getBoundingClientRect().width));
+}
+
+window.addEventListener("resize", () => { if (!$("result").hidden) renderTimeline(); });
+
+function axis(duration, width) {
+  // ticks at a round step, as many as fit the lanes' width with room for their labels (at most eight)
+  const most = Math.max(1, Math.min(8, Math.floor(width / 56)));
+  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
+  const step = steps.find((seconds) => duration / seconds <= most) || 7200;
+  const line = document.createElement("div");
+  line.className = "axis";
+  line.setAttribute("aria-hidden", "true");
+  for (let at = 0; at < duration; at += step) {
+    const tick = document.createElement("span");
+    tick.className = "tick";
+    tick.style.left = `${(100 * at) / duration}%`;
+    tick.textContent = clock(at);
+    line.append(tick);
+  }
+  return line;
 }
 
 function turns() {
@@ -591,6 +648,7 @@ function renderTranscript() {
     head.className = "turn-head";
     const who = document.createElement("span");
     who.className = "turn-speaker";
+    if (turn.speaker) who.dataset.label = turn.speaker;
     who.textContent = turn.speaker ? nameOf(turn.speaker) : "…";
     who.style.color = colourOf(turn.speaker);
     const start = state.words[turn.words[0]].start;
@@ -599,6 +657,7 @@ function renderTranscript() {
     play.className = "turn-play";
     play.textContent = `▶ ${clock(start)}`;
     play.setAttribute("aria-label", `Play ${turn.speaker ? nameOf(turn.speaker) : "this turn"} from ${clock(start)}`);
+    if (turn.speaker) Object.assign(play.dataset, { label: turn.speaker, clock: clock(start) });
     play.addEventListener("click", () => seek(start, true));
     head.append(who, play);
     const text = document.createElement("p");
@@ -665,6 +724,23 @@ function tick() {
 }
 $("player").addEventListener("seeked", highlight);
 requestAnimationFrame(tick);
+
+document.addEventListener("keydown", (event) => {
+  // Space plays and pauses, the arrows go back and on 5 s: while the result is shown and no field or button has the keys
+  const player = $("player");
+  if ($("result").hidden || !player.src || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.target.closest?.("input, textarea, select, button, [contenteditable], audio, summary")) return;
+  if (event.key === " ") {
+    if (player.paused) player.play().catch(() => {});
+    else player.pause();
+  } else if (event.key === "ArrowLeft" || event.key === "ArrowRight") {
+    const seconds = player.currentTime + (event.key === "ArrowLeft" ? -5 : 5);
+    seek(Math.min(Math.max(seconds, 0), Number.isFinite(player.duration) ? player.duration : seconds));
+  } else {
+    return;
+  }
+  event.preventDefault();
+});
 
 function clock(seconds) {
   const whole = Math.max(0, Math.floor(seconds));
