@@ -9,6 +9,7 @@ tests/end_to_end/test_embedded_real.py), so the words and speakers on the page a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -133,6 +134,7 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     names.nth(0).fill("Reader A")
     names.nth(0).dispatch_event("change")
     assert page.locator(".turn-speaker").first.inner_text() == "Reader A"
+    assert page.locator(".turn-move").first.locator("option:checked").inner_text() == "Reader A"
     assert page.locator(".lane-name").all_inner_texts() == ["Reader A", "SPEAKER_01"]
     with page.expect_download() as download:
         page.get_by_role("button", name="Text").click()
@@ -187,6 +189,57 @@ def player_keys_and_timeline(page) -> None:
     page.evaluate("document.getElementById('transcript').style.paddingBottom = '2000px'; window.scrollTo(0, document.body.scrollHeight)")
     bar = page.locator(".player-bar").bounding_box()
     assert 0 <= bar["y"] <= 1 and page.locator("#player").is_visible()
+
+
+def download(page, label: str) -> str:
+    with page.expect_download() as file:
+        page.get_by_role("button", name=label, exact=True).click()
+    return Path(file.value.path()).read_text()
+
+
+def test_the_transcript_is_corrected_merged_and_undone_and_the_downloads_carry_it(page, page_url):
+    page.goto(page_url + "/")
+    page.set_input_files("#file-input", str(SAMPLE))
+    page.get_by_role("button", name="Transcribe").click()
+    expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
+    assert page.locator(".turn").count() == 3 and page.get_by_role("button", name="Undo").is_disabled()
+
+    page.locator(".turn").nth(1).get_by_role("button", name="Edit").click()  # SPEAKER_01's sentence, fewer words
+    page.get_by_label("The turn's words").fill("And Mr. John Dashwood had the leisure to consider it.")
+    page.get_by_role("button", name="Save").click()
+    assert page.locator(".turn").nth(1).locator("p").inner_text() == "And Mr. John Dashwood had the leisure to consider it."
+    assert "SPEAKER_01: And Mr. John Dashwood had the leisure to consider it.\n" in download(page, "Text")
+    for label in ("SRT", "WebVTT"):
+        assert "Dashwood had the leisure to consider it." in download(page, label)
+    words = [word["text"].strip() for word in json.loads(download(page, "JSON"))["words"]]
+    assert words[words.index("Dashwood"):][:7] == ["Dashwood", "had", "the", "leisure", "to", "consider", "it."]
+
+    page.locator(".turn").nth(2).get_by_label(re.compile("Speaker of the turn")).select_option("SPEAKER_01")
+    assert page.locator(".turn").count() == 2  # the moved turn joins the one before it
+    assert download(page, "Text").splitlines()[-1].endswith("consider it. Go forward 10 meters.")
+    last = download(page, "RTTM").splitlines()[-1].split()
+    assert last[7] == "SPEAKER_01" and float(last[3]) > 11.0  # the timeline moved with it
+    page.get_by_role("button", name="Undo").click()
+    assert page.locator(".turn").count() == 3 and page.locator(".turn-speaker").nth(2).inner_text() == "SPEAKER_00"
+
+    names = page.locator("#speakers input")
+    names.nth(0).fill("Ann")
+    names.nth(0).dispatch_event("change")
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    names.nth(1).fill("Ann")
+    names.nth(1).dispatch_event("change")
+    assert names.count() == 2 and names.nth(1).input_value() == "SPEAKER_01"  # not merged: the name put back
+    asked = []
+    page.once("dialog", lambda dialog: asked.append(dialog.message) or dialog.accept())
+    names.nth(1).fill("Ann")
+    names.nth(1).dispatch_event("change")
+    assert asked == ["Ann is already a speaker here. Merge SPEAKER_01 into Ann? Their turns become one person's."]
+    assert names.count() == 1 and page.locator(".turn").count() == 1 and page.locator(".lane").count() == 1
+    assert download(page, "Text").startswith("Ann: Go forward 10 meters. And Mr. John Dashwood had the leisure")
+    page.locator("h2#result-heading").click()  # Ctrl+Z from the page, not from a field
+    page.keyboard.press("Control+z")
+    assert names.count() == 2 and page.locator(".turn").count() == 3
+    assert page.problems == []
 
 
 def test_cancel_stops_the_servers_work_too(browser, real_handler):

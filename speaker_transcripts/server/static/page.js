@@ -3,6 +3,7 @@
 // stream=true for a file (text as pieces finish, then the speakers), and the live WebSocket
 // (GET /v1/realtime, OpenAI's Realtime protocol) for the microphone. No dependencies, no build.
 
+import { History, editTurn, mergeSpeakers, moveTurn, newSpeakerLabel } from "./corrections.js";
 import { exportAs } from "./exports.js";
 
 const $ = (id) => document.getElementById(id);
@@ -21,6 +22,7 @@ const state = {
 let authRequired = false;
 let limits = {}; // the server's MAX_UPLOAD_MB and MAX_AUDIO_SECONDS (GET /ready): a file over them is not sent
 let liveSession = null;
+const history = new History(); // the corrections made to this result, to undo
 
 // --- errors people understand ------------------------------------------------------------------
 
@@ -184,6 +186,7 @@ function mediaDuration(player, waitMs = 3000) {
 
 function resetResult(source) {
   Object.assign(state, { words: [], segments: [], timeline: [], names: {}, duration: 0, source });
+  history.clear();
   $("live-tail").textContent = "";
   render();
 }
@@ -513,6 +516,7 @@ function colourOf(label) {
 }
 
 function render() {
+  $("undo").disabled = history.empty;
   renderSpeakers();
   renderTimeline();
   renderTranscript();
@@ -531,15 +535,46 @@ function renderSpeakers() {
     input.value = nameOf(label);
     input.setAttribute("aria-label", `Name of ${label}`);
     input.dataset.label = label;
-    input.addEventListener("change", () => {
-      const name = input.value.trim();
-      state.names[label] = name || label;
-      showNames();
-    });
+    input.addEventListener("change", () => rename(label, input));
     wrapper.append(swatch, input);
     box.append(wrapper);
   }
 }
+
+function rename(label, input) {
+  // a name another speaker has already asks to merge the two: one person, one name
+  const name = input.value.trim() || label;
+  const other = speakerLabels().find((each) => each !== label && nameOf(each) === name);
+  if (other && !window.confirm(`${name} is already a speaker here. Merge ${nameOf(label)} into ${name}? Their turns become one person's.`)) {
+    input.value = nameOf(label);
+    return;
+  }
+  correct(() => (other ? mergeSpeakers(state, label, other) : (state.names[label] = name)), !other);
+}
+
+function correct(change, namesOnly = false) {
+  // every correction goes through here: saved for Undo first, then shown (a rename in place)
+  history.save(state);
+  try {
+    change();
+  } catch (error) {
+    history.undo(state);
+    showError(error.message);
+    return;
+  }
+  showError("");
+  if (namesOnly) showNames();
+  else render();
+  $("undo").disabled = history.empty;
+}
+
+function undo() {
+  if (!history.undo(state)) return;
+  render();
+  $("undo").disabled = history.empty;
+}
+
+$("undo").addEventListener("click", undo);
 
 function showNames() {
   // names changed in place: re-rendering would swap the elements under a click that blurred the name field
@@ -548,6 +583,9 @@ function showNames() {
   }
   for (const bar of document.querySelectorAll(".turn-bar[data-label]")) {
     bar.title = `${nameOf(bar.dataset.label)} ${clock(Number(bar.dataset.start))}–${clock(Number(bar.dataset.end))}`;
+  }
+  for (const option of document.querySelectorAll(".turn-move option[value]:not([value=''])")) {
+    option.textContent = nameOf(option.value);
   }
   for (const play of document.querySelectorAll(".turn-play[data-label]")) {
     play.setAttribute("aria-label", `Play ${nameOf(play.dataset.label)} from ${play.dataset.clock}`);
@@ -660,6 +698,7 @@ function renderTranscript() {
     if (turn.speaker) Object.assign(play.dataset, { label: turn.speaker, clock: clock(start) });
     play.addEventListener("click", () => seek(start, true));
     head.append(who, play);
+    if (turn.speaker && !liveSession) head.append(turnControls(turn, item));
     const text = document.createElement("p");
     text.className = turn.speaker ? "" : "pending";
     for (const index of turn.words) {
@@ -673,6 +712,54 @@ function renderTranscript() {
     item.append(head, text);
     list.append(item);
   }
+}
+
+function turnControls(turn, item) {
+  // Edit (the turn's words, in place) and Speaker (move the turn to another speaker, or a new one)
+  const first = turn.words[0];
+  const last = turn.words.at(-1);
+  const edit = document.createElement("button");
+  edit.type = "button";
+  edit.className = "turn-edit";
+  edit.textContent = "Edit";
+  edit.setAttribute("aria-label", `Edit the words of ${nameOf(turn.speaker)} at ${clock(state.words[first].start)}`);
+  edit.addEventListener("click", () => editInPlace(item, first, last));
+  const move = document.createElement("select");
+  move.className = "turn-move";
+  move.setAttribute("aria-label", `Speaker of the turn at ${clock(state.words[first].start)}`);
+  for (const label of speakerLabels()) move.append(new Option(nameOf(label), label, false, label === turn.speaker));
+  move.append(new Option("New speaker", ""));
+  move.addEventListener("change", () => correct(() => moveTurn(state, first, last, move.value || newSpeakerLabel(state))));
+  const tools = document.createElement("div");
+  tools.className = "turn-tools";
+  tools.append(edit, move);
+  return tools;
+}
+
+function editInPlace(item, first, last) {
+  const text = item.querySelector("p");
+  const box = document.createElement("textarea");
+  box.className = "turn-text";
+  box.value = state.words.slice(first, last + 1).map((word) => word.text).join("").trim();
+  box.rows = Math.max(2, Math.ceil(box.value.length / 70));
+  box.setAttribute("aria-label", "The turn's words");
+  const save = document.createElement("button");
+  save.type = "button";
+  save.textContent = "Save";
+  save.addEventListener("click", () => correct(() => editTurn(state, first, last, box.value)));
+  const cancel = document.createElement("button");
+  cancel.type = "button";
+  cancel.textContent = "Cancel";
+  cancel.addEventListener("click", renderTranscript);
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); save.click(); }
+    if (event.key === "Escape") cancel.click();
+  });
+  const editor = document.createElement("div");
+  editor.className = "turn-editor";
+  editor.append(box, save, cancel);
+  text.replaceWith(editor);
+  box.focus();
 }
 
 $("transcript").addEventListener("click", (event) => {
@@ -726,10 +813,16 @@ $("player").addEventListener("seeked", highlight);
 requestAnimationFrame(tick);
 
 document.addEventListener("keydown", (event) => {
-  // Space plays and pauses, the arrows go back and on 5 s: while the result is shown and no field or button has the keys
+  // Space plays and pauses, the arrows go back and on 5 s, Ctrl+Z undoes a correction: while the result is shown
+  // and no field or button has the keys
   const player = $("player");
-  if ($("result").hidden || !player.src || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (event.target.closest?.("input, textarea, select, button, [contenteditable], audio, summary")) return;
+  if ($("result").hidden || event.target.closest?.("input, textarea, select, button, [contenteditable], audio, summary")) return;
+  if ((event.ctrlKey || event.metaKey) && event.key === "z" && !event.shiftKey && !event.altKey) {
+    undo();
+    event.preventDefault();
+    return;
+  }
+  if (!player.src || event.ctrlKey || event.metaKey || event.altKey) return;
   if (event.key === " ") {
     if (player.paused) player.play().catch(() => {});
     else player.pause();
