@@ -67,7 +67,7 @@ def checked_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
     if config.known_speakers:
         gate = SpeechGate()
         for speaker in config.known_speakers:
-            enrolment_speech(speaker, gate)
+            enrolment_speech(speaker.name, speaker.audio, gate)
     return parameters
 
 

@@ -15,7 +15,6 @@ person's voice is kept once, with the model it belongs to. ``transcribe``, ``bat
 from __future__ import annotations
 
 import argparse
-import base64
 import functools
 import os
 import sys
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
-    from speaker_transcripts.config import KnownSpeaker, ModelSettings
+    from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.models import registry
     from speaker_transcripts.pipeline.bandwidth import telephone_band
     from speaker_transcripts.pipeline.diarization import load_speaker_embedder
@@ -96,10 +95,9 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     from speaker_transcripts.pipeline.transcriber import enrolment_speech
 
     say = functools.partial(print, file=sys.stderr, flush=True)
-    speakers = [KnownSpeaker(name=arguments.name, audio=base64.b64encode(clip.read_bytes()).decode()) for clip in arguments.clips]
-    say(f"speakers: checking {len(speakers)} clip(s) for speech")
+    say(f"speakers: checking {len(arguments.clips)} clip(s) for speech")
     gate = SpeechGate()
-    speech = [enrolment_speech(speaker, gate) for speaker in speakers]  # every clip checked before any model loads
+    speech = [enrolment_speech(arguments.name, clip.read_bytes(), gate) for clip in arguments.clips]  # all checked before any model loads
     configured = ModelSettings.self_hosted()
     if arguments.diarization_model:
         configured = configured.model_copy(update={"diarization_model": arguments.diarization_model})
@@ -111,7 +109,7 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     if embed is None:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
     say(f"speakers: embedding {arguments.name!r}'s voice")
-    voice = library.add(speakers[0].name, [embed(clip) for clip in speech], configured.diarization_model,
+    voice = library.add(arguments.name, [embed(clip) for clip in speech], configured.diarization_model,
                         telephone=[embed(telephone_band(clip)) for clip in speech])
     print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)
     return 0

@@ -151,7 +151,7 @@ class Transcriber:
         resolved = resolve_request(config, self.capabilities)
         config, warnings = resolved.config, warnings + resolved.warnings
         audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds, should_stop)
-        clips = {speaker.name: enrolment_speech(speaker, self.speech_gate, should_stop) for speaker in config.known_speakers}
+        clips = {speaker.name: enrolment_speech(speaker.name, speaker.audio, self.speech_gate, should_stop) for speaker in config.known_speakers}
         with self._lock:
             if should_stop is not None and should_stop():
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
@@ -291,7 +291,7 @@ class Transcriber:
         embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
         if embed is None:
             raise InvalidRequestError("known speakers need a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
-        clips = {speaker.name: enrolment_speech(speaker, self.speech_gate) for speaker in speakers}
+        clips = {speaker.name: enrolment_speech(speaker.name, speaker.audio, self.speech_gate) for speaker in speakers}
         with self._lock:
             return {name: embed(clip) for name, clip in clips.items()}
 
@@ -381,22 +381,23 @@ class Transcriber:
         return config.model_copy(update={"assisted": False})
 
 
-def enrolment_speech(speaker: KnownSpeaker, speech_gate: SpeechGate, should_stop: Callable[[], bool] | None = None) -> np.ndarray:
-    """A known speaker's clip, decoded like any upload, as its speech alone; a clip that is
-    undecodable, too long or holds too little speech is the client's to fix (400). The CLI runs it
-    on the command line's clips before any model loads."""
+def enrolment_speech(name: str, audio: Any, speech_gate: SpeechGate, should_stop: Callable[[], bool] | None = None) -> np.ndarray:
+    """A known speaker's clip (``audio``: base64 or file bytes), decoded like any upload, as its
+    speech alone; a clip that is undecodable, too long or holds too little speech is the client's
+    to fix (400). The CLI runs it on the command line's clips before any model loads, from the
+    files' bytes (a 100-MB file as base64 took 914 MB to refuse)."""
     try:
-        clip = decode_inputs(speaker.audio, SAMPLING_RATE, MAX_REFERENCE_S, should_stop)
+        clip = decode_inputs(audio, SAMPLING_RATE, MAX_REFERENCE_S, should_stop)
     except AudioTooLongError:
         raise InvalidRequestError(
-            f"known speaker {speaker.name!r}: the clip is longer than {MAX_REFERENCE_S:g} s; send a few seconds of this speaker alone"
+            f"known speaker {name!r}: the clip is longer than {MAX_REFERENCE_S:g} s; send a few seconds of this speaker alone"
         ) from None
     except InvalidRequestError as error:
-        raise InvalidRequestError(f"known speaker {speaker.name!r}: {error}") from None
+        raise InvalidRequestError(f"known speaker {name!r}: {error}") from None
     speech = speech_of(clip.samples, speech_gate.speech_regions(clip.samples, MAX_REFERENCE_S))
     if len(speech) < MIN_REFERENCE_SPEECH_S * SAMPLING_RATE:
         raise InvalidRequestError(
-            f"known speaker {speaker.name!r}: the clip holds {len(speech) / SAMPLING_RATE:.1f} s of speech; "
+            f"known speaker {name!r}: the clip holds {len(speech) / SAMPLING_RATE:.1f} s of speech; "
             f"at least {MIN_REFERENCE_SPEECH_S:g} s of this speaker talking is needed"
         )
     return speech
