@@ -227,6 +227,55 @@ def test_sessions_beyond_the_cap_are_refused_and_a_vanished_client_frees_its_slo
     assert code == 1013 and accepted == "session.created"
 
 
+def test_a_client_that_leaves_during_a_step_leaves_no_error_unretrieved(live_handler, pcm, monkeypatch):
+    """The session's thread ends the step it was in when its client left (``RequestAbandoned``); that ending
+    is taken, not left to asyncio to log as "Future exception was never retrieved" with a traceback."""
+    import gc
+    import logging
+    import threading
+
+    from speaker_transcripts.errors import RequestAbandoned
+    from speaker_transcripts.live.session import LiveSession
+
+    entered, release = threading.Event(), threading.Event()
+
+    def step_held_until_released(self, samples):  # a decode that notices the client left at its next step
+        entered.set()
+        release.wait(120)
+        if self.should_stop():
+            raise RequestAbandoned("the client left")
+        return []
+
+    monkeypatch.setattr(LiveSession, "append", step_held_until_released)
+    logged: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())
+    logging.getLogger("asyncio").addHandler(handler)
+    try:
+        with serving(create_app(lambda: live_handler, ServerSettings(live_max_sessions=1))) as base_url:
+            async def scenario() -> str:
+                leaving = await connect(ws_url(base_url))
+                await leaving.recv()
+                await leaving.send(json.dumps({"type": "input_audio_buffer.append", "audio": appends(pcm)[0]}))
+                await asyncio.to_thread(entered.wait, 120)
+                leaving.transport.abort()
+                await asyncio.sleep(0.5)  # the server notices the client is gone while the step is held
+                release.set()
+                async with asyncio.timeout(120):  # the slot frees once the step has ended
+                    while True:
+                        async with connect(ws_url(base_url)) as next_client:
+                            first = json.loads(await next_client.recv())
+                        if first["type"] == "session.created":
+                            return first["type"]
+                        await asyncio.sleep(0.1)
+
+            assert asyncio.run(scenario()) == "session.created"
+            gc.collect()  # an unretrieved exception is logged when its future is collected
+    finally:
+        logging.getLogger("asyncio").removeHandler(handler)
+    assert not [message for message in logged if "never retrieved" in message], logged
+
+
 def wait_until(condition, guard_s: float = 120.0) -> None:
     deadline = time.monotonic() + guard_s
     while not condition():

@@ -255,6 +255,9 @@ class Connection:
             worker.cancel()
             if self.running is not None:  # the thread stops within a decoder step; the slot frees after it
                 await asyncio.wait([self.running])
+                failed = None if self.running.cancelled() else self.running.exception()  # taken, or asyncio logs it as never retrieved
+                if failed is not None and not isinstance(failed, RequestAbandoned):
+                    logger.error("live session %s: its last step failed: %r", self.id, failed)
         for task in (reader, worker):
             if task.done() and not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), ClientGone):
                 logger.error("live session %s failed: %r", self.id, task.exception())

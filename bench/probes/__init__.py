@@ -1,0 +1,1 @@
+"""The outside probe's classes, a module per surface it attacks (``bench/probe.py`` runs them)."""

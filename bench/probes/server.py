@@ -1,0 +1,92 @@
+"""The server under probe: ``speaker-transcripts serve`` in a subprocess as a user runs it, its memory
+sampled, and ``/health`` watched while other requests run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Self
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KEY = "probe-key-not-secret"
+
+MAX_CONNECTIONS = 32  # above the 20 slow clients of the slowloris stage; the lock-out stage fills it
+
+MAX_HEALTH_S = 2.0  # /health slower than this while a request is parsed: the event loop was held
+
+
+class Server:
+    """``speaker-transcripts serve`` in a subprocess, with its RSS sampled in a thread."""
+
+    def __init__(self, asr_model: str, port: int, **overrides: str) -> None:
+        environment = {**os.environ, "ASR_MODEL": asr_model, "DIARIZATION_MODEL": "none", "API_KEY": KEY,
+                       "MAX_UPLOAD_MB": "5", "MAX_AUDIO_SECONDS": "120", "MAX_QUEUE": "4", "REQUEST_TIMEOUT_S": "60",
+                       "MAX_CONNECTIONS": str(MAX_CONNECTIONS), "WRITE_TIMEOUT_S": "5", **overrides}
+        self.process = subprocess.Popen([sys.executable, "-m", "speaker_transcripts", "serve", "--port", str(port), "--log-level", "error"],
+                                        cwd=ROOT, env=environment)
+        self.url = f"http://127.0.0.1:{port}"
+        self.samples: list[tuple[float, float]] = []
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("the server did not start")
+        self._stop = threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.rss_mb()))
+            time.sleep(0.05)
+
+    def peak_since(self, since: float) -> float:
+        return max((rss for when, rss in self.samples if when >= since), default=self.rss_mb())
+
+    def close(self) -> None:
+        self._stop.set()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+class HealthWatch:
+    """Polls ``/health`` every 0.1 s in a thread; ``slowest`` is the longest answer (inf: none came)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.slowest = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.1):
+            started = time.monotonic()
+            try:
+                ok = httpx.get(self.url + "/health", timeout=30).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            self.slowest = max(self.slowest, time.monotonic() - started if ok else float("inf"))
