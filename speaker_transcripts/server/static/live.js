@@ -1,0 +1,224 @@
+// The microphone: Record streams it to the live WebSocket route (GET /v1/realtime, OpenAI's Realtime
+// protocol) and shows words and speakers as they become final.
+
+import { $, clock, say, session, showError, state } from "./common.js";
+import { apiKey } from "./auth.js";
+import { attributeWords, render, resetResult, speakerLabels } from "./view.js";
+import { setAudio } from "./player.js";
+
+const LIVE_RATE = 16000;
+// --- the microphone: the live WebSocket route -------------------------------------------------
+
+$("record").addEventListener("click", () => {
+  if (session.live) session.live.stop();
+  else startLive().catch((error) => { showError(error.message); session.live = null; setRecording(false); });
+});
+
+function setRecording(on) {
+  $("record").setAttribute("aria-pressed", on ? "true" : "false");
+  $("record").textContent = on ? "Stop" : "Record";
+}
+
+// Browsers give the microphone only to secure pages: https://, or http://localhost. Opened from another
+// machine over plain http, getUserMedia does not even exist, which used to read "No microphone was found".
+const INSECURE_ORIGIN = !window.isSecureContext;
+if (INSECURE_ORIGIN) {
+  $("record").disabled = true;
+  $("record").title = "Record needs this page over https:// (or at localhost)";
+  $("record-note").hidden = false;
+  $("record-note").textContent = `Record is unavailable: browsers give the microphone only to pages served over https:// or from localhost, and this one is ${location.origin}. `
+    + "Serve it with speaker-transcripts serve --ssl-certfile cert.pem --ssl-keyfile key.pem (or behind a TLS proxy) and open https://"
+    + `${location.host}/ instead. Files can be transcribed here as they are.`;
+}
+
+// While recording: how long, and how loud the microphone is (a meter that stays still says the
+// microphone hears nothing, before any word could come back).
+function showInput(pcm, seconds) {
+  let energy = 0;
+  for (const sample of pcm) energy += sample * sample;
+  const rms = Math.sqrt(energy / Math.max(pcm.length, 1)) / 32768;
+  const decibels = 20 * Math.log10(rms || 1e-6); // -60 dBFS (silence) .. 0 dBFS (full scale)
+  $("record-input").hidden = false;
+  $("record-level").value = Math.min(Math.max((decibels + 60) / 60, 0), 1);
+  $("record-clock").textContent = clock(seconds);
+}
+
+async function startLive() {
+  if (session.authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
+  } catch (error) {
+    if (error.name === "NotAllowedError" || error.name === "SecurityError") {
+      throw new Error("The browser did not allow the microphone. Allow it for this page (the icon in the address bar) and press Record again.");
+    }
+    throw new Error("No microphone was found. Connect one, or choose a file instead.");
+  }
+  resetResult("live recording");
+  $("result").hidden = false;
+  showError("");
+  const context = new AudioContext({ sampleRate: LIVE_RATE });
+  await context.audioWorklet.addModule("static/pcm-worklet.js");
+  const source = context.createMediaStreamSource(stream);
+  const capture = new AudioWorkletNode(context, "pcm16-capture");
+  // the socket last, and its handlers set before anything is awaited again: an "open" heard by nobody is lost
+  const protocols = ["realtime"];
+  if (apiKey()) protocols.push(`openai-insecure-api-key.${apiKey()}`);
+  const url = new URL("v1/realtime?intent=transcription", window.location.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const socket = new WebSocket(url, protocols);
+  const recorded = [];
+  let open = false;
+  let stopping = false;
+  let lastCompleted = null;
+  const tentative = new Map(); // item -> words final but not yet with a speaker
+
+  let heard = 0; // samples captured: the elapsed time shown beside Record
+  capture.port.onmessage = (event) => {
+    const pcm = new Int16Array(event.data);
+    recorded.push(pcm);
+    heard += pcm.length;
+    showInput(pcm, heard / LIVE_RATE);
+    if (open && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: base64(event.data) }));
+    }
+  };
+  socket.onopen = () => {
+    socket.send(JSON.stringify({
+      type: "session.update",
+      session: { type: "transcription", audio: { input: { format: { type: "audio/pcm", rate: LIVE_RATE }, transcription: liveTranscription() } } },
+    }));
+    open = true;
+    source.connect(capture);
+    setRecording(true);
+    say("Listening: words appear as they become final.");
+  };
+  socket.onerror = () => {
+    if (!open) showError("The live session could not start: the server refused the connection (a wrong API key, or live sessions turned off).");
+  };
+  socket.onclose = () => {
+    finish();
+  };
+  socket.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    switch (event.type) {
+      case "conversation.item.input_audio_transcription.delta":
+        tentative.set(event.item_id, (tentative.get(event.item_id) || "") + event.delta);
+        $("live-tail").textContent = [...tentative.values()].join(" ");
+        break;
+      case "conversation.item.input_audio_transcription.segment":
+        addLiveSegment(event);
+        tentative.set(event.item_id, (tentative.get(event.item_id) || "").replace(event.text.trim(), "").trim());
+        $("live-tail").textContent = [...tentative.values()].filter(Boolean).join(" ");
+        break;
+      case "conversation.item.input_audio_transcription.completed":
+        if (!state.segments.some((segment) => segment.item === event.item_id) && event.transcript.trim()) {
+          addLiveSegment({ item_id: event.item_id, speaker: "", text: event.transcript, start: lastTurnStart(event.item_id), end: state.duration });
+        }
+        tentative.delete(event.item_id);
+        $("live-tail").textContent = [...tentative.values()].filter(Boolean).join(" ");
+        lastCompleted = event.item_id;
+        if (stopping) socket.close();
+        break;
+      case "input_audio_buffer.speech_started":
+        turnStarts.set(event.item_id, event.audio_start_ms / 1000);
+        break;
+      case "session.backlog":  // the server fell behind (a busy machine), or caught up
+        say(event.behind
+          ? `Listening, but the server is ${Math.round(event.seconds)} s behind: words come late until it catches up.`
+          : "Listening: the server has caught up.");
+        break;
+      case "error":
+        if (stopping && event.error?.code === "invalid_value") { socket.close(); break; }  // nothing left to commit
+        if (event.error?.code === "server_busy") showError(`The server is at capacity for live sessions; try again later. (${event.error.message})`);
+        else showError(event.error?.message || "The live session reported an error.");
+        break;
+      default:
+        break;
+    }
+  };
+  const turnStarts = new Map();
+  function lastTurnStart(item) { return turnStarts.get(item) ?? 0; }
+
+  function finish() {
+    if (!session.live) return;
+    session.live = null;
+    $("record-input").hidden = true;
+    source.disconnect();
+    stream.getTracks().forEach((track) => track.stop());
+    context.close();
+    setRecording(false);
+    const samples = concatenate(recorded);
+    state.duration = samples.length / LIVE_RATE;
+    setAudio(URL.createObjectURL(wavBlob(samples, LIVE_RATE)));
+    attributeWords();
+    render();
+    $("live-tail").textContent = "";
+    say(`Stopped: ${state.words.length} words, ${speakerLabels().length} speakers. Listen, rename and download below.`);
+    void lastCompleted;
+  }
+
+  session.live = {
+    stop() {
+      stopping = true;
+      source.disconnect();
+      say("Finishing the last words…");
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "input_audio_buffer.commit" }));
+      else finish();
+    },
+  };
+}
+
+function liveTranscription() {
+  const transcription = { model: "whisper-1" };
+  const language = $("language").value.trim();
+  if (language) transcription.language = language;
+  return transcription;
+}
+
+function addLiveSegment(event) {
+  const segment = { speaker: event.speaker, text: event.text.trim(), start: event.start, end: event.end, item: event.item_id };
+  state.segments.push(segment);
+  const words = segment.text.split(/\s+/).filter(Boolean);
+  const span = Math.max(segment.end - segment.start, 0.01);
+  words.forEach((text, index) => {
+    state.words.push({
+      text: ` ${text}`, start: segment.start + (span * index) / words.length, end: segment.start + (span * (index + 1)) / words.length,
+      speaker: segment.speaker,
+    });
+  });
+  if (segment.speaker) extendTimeline(segment);
+  state.duration = Math.max(state.duration, segment.end);
+  render();
+}
+
+function extendTimeline(segment) {
+  const last = state.timeline.findLast((turn) => turn.speaker === segment.speaker);
+  if (last && segment.start - last.end < 0.5) last.end = Math.max(last.end, segment.end);
+  else state.timeline.push({ speaker: segment.speaker, start: segment.start, end: segment.end });
+}
+
+function base64(buffer) {
+  let binary = "";
+  const bytes = new Uint8Array(buffer);
+  for (let index = 0; index < bytes.length; index += 0x8000) binary += String.fromCharCode(...bytes.subarray(index, index + 0x8000));
+  return btoa(binary);
+}
+
+function concatenate(pieces) {
+  const total = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const all = new Int16Array(total);
+  let offset = 0;
+  for (const piece of pieces) { all.set(piece, offset); offset += piece.length; }
+  return all;
+}
+
+function wavBlob(samples, rate) {
+  const header = new DataView(new ArrayBuffer(44));
+  const text = (offset, value) => [...value].forEach((character, index) => header.setUint8(offset + index, character.charCodeAt(0)));
+  text(0, "RIFF"); header.setUint32(4, 36 + samples.length * 2, true); text(8, "WAVE"); text(12, "fmt ");
+  header.setUint32(16, 16, true); header.setUint16(20, 1, true); header.setUint16(22, 1, true); header.setUint32(24, rate, true);
+  header.setUint32(28, rate * 2, true); header.setUint16(32, 2, true); header.setUint16(34, 16, true); text(36, "data");
+  header.setUint32(40, samples.length * 2, true);
+  return new Blob([header, samples.buffer], { type: "audio/wav" });
+}

@@ -1,0 +1,69 @@
+// The player bound to the words: seeking, the playing word highlighted, the keyboard.
+
+import { $, state } from "./common.js";
+import { undo } from "./view.js";
+
+export function setAudio(url) {
+  const player = $("player");
+  if (player.dataset.url) URL.revokeObjectURL(player.dataset.url);
+  player.src = url;
+  player.dataset.url = url;
+}
+
+$("player").addEventListener("loadedmetadata", () => {
+  if (Number.isFinite($("player").duration)) state.duration = state.duration || $("player").duration;
+});
+
+export function seek(seconds, play = false) {
+  const player = $("player");
+  player.currentTime = seconds;
+  if (play) player.play().catch(() => {});
+  highlight();
+}
+
+let highlighted = null;
+function highlight() {
+  const now = $("player").currentTime;
+  let current = null;
+  for (const [index, word] of state.words.entries()) {
+    if (word.start <= now && now < Math.max(word.end, word.start + 0.05)) { current = index; break; }
+  }
+  if (current !== highlighted) {
+    document.querySelector(".word.current")?.classList.remove("current");
+    if (current !== null) document.querySelector(`.word[data-index="${current}"]`)?.classList.add("current");
+    highlighted = current;
+  }
+  const head = $("playhead");
+  if (head && state.duration) head.style.left = `${(100 * now) / state.duration}%`;
+}
+
+function tick() {
+  if (!$("player").paused) highlight();
+  requestAnimationFrame(tick);
+}
+
+$("player").addEventListener("seeked", highlight);
+requestAnimationFrame(tick);
+
+document.addEventListener("keydown", (event) => {
+  // Space plays and pauses, the arrows go back and on 5 s, Ctrl+Z undoes a correction: while the result is shown
+  // and no field or button has the keys
+  const player = $("player");
+  if ($("result").hidden || event.target.closest?.("input, textarea, select, button, [contenteditable], audio, summary")) return;
+  if ((event.ctrlKey || event.metaKey) && event.key === "z" && !event.shiftKey && !event.altKey) {
+    undo();
+    event.preventDefault();
+    return;
+  }
+  if (!player.src || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.key === " ") {
+    if (player.paused) player.play().catch(() => {});
+    else player.pause();
+  } else if (event.key === "ArrowLeft" || event.key === "ArrowRight") {
+    const seconds = player.currentTime + (event.key === "ArrowLeft" ? -5 : 5);
+    seek(Math.min(Math.max(seconds, 0), Number.isFinite(player.duration) ? player.duration : seconds));
+  } else {
+    return;
+  }
+  event.preventDefault();
+});
