@@ -1,0 +1,95 @@
+"""What a live turn's final decode could give: each turn decoded once more, whole, against the live text.
+
+    .venv/bin/python bench/live_finals.py [whisper-base]
+
+The two dev conversations stream into a live session (text only, 100-ms appends processed as they
+come: a machine that keeps up), which gives the turns and the live text (its deltas, joined per turn).
+Then each turn is decoded again, whole, with the earlier turns' text as the prompt (``alone``), and with
+the audio of the earlier turns of the last 10 or 20 s before it as well, keeping only the words that
+start inside the turn (``prev_turns_10``, ``prev_turns_20``). Prints each variant's WER per file and
+pooled, beside the file path's on the same audio. A measurement of the lever, not what the session does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from speaker_transcripts.config import InferenceConfig, ModelSettings
+from speaker_transcripts.evaluation.scoring import english_normaliser, load_manifest, word_errors, words_of
+from speaker_transcripts.live.events import TranscriptCompleted
+from speaker_transcripts.live.session import LiveConfig, LiveSession
+from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.long_form import Piece
+from speaker_transcripts.pipeline.transcriber import Transcriber
+from speaker_transcripts.pipeline.transcript import Chunk
+
+RATE = 16000
+CONTEXTS = {"alone": 0.0, "prev_turns_10": 10.0, "prev_turns_20": 20.0}  # seconds of earlier turns' audio heard too
+
+
+def decode(handler: Any, samples: np.ndarray, prompt: str) -> list[Chunk]:
+    """One decode as the session's final decode runs it: sized window, word timestamps, loops retried."""
+    seconds = len(samples) / RATE
+    config = InferenceConfig(language="en", return_timestamps="word", batch_size=1, assisted=False, prompt=prompt or None,
+                             chunk_length_s=min(max(math.ceil(seconds), 1), 20))
+    return handler.recognizer.transcribe(samples, config, seconds, pieces=[Piece(spans=((0, len(samples)),))],
+                                         sized_window=True, retry_loops=True).chunks
+
+
+def live_turns(handler: Any, audio: np.ndarray) -> list[tuple[float, float, str]]:
+    """(start, end, text) of each turn a text-only live session completes, fed 100 ms at a time."""
+    session = LiveSession(handler, LiveConfig(language="en", diarize=False))
+    events = []
+    for start in range(0, len(audio), RATE // 10):
+        events += session.append(audio[start : start + RATE // 10])
+    events += session.close()
+    return [(event.start, event.end, event.transcript) for event in events if isinstance(event, TranscriptCompleted)]
+
+
+def decoded_again(handler: Any, audio: np.ndarray, turns: list[tuple[float, float, str]], context_s: float) -> str:
+    """Each turn decoded once more, whole, the earlier finals as its prompt, with ``context_s`` of earlier
+    turns' audio before it (from a turn's start; the words before the turn dropped)."""
+    texts: list[str] = []
+    for index, (start, end, _) in enumerate(turns):
+        earlier = [turn_start for turn_start, _, _ in turns[:index] if turn_start >= end - context_s] if context_s else []
+        begin = max(min(earlier, default=start), end - 28.0)
+        words = decode(handler, audio[int(begin * RATE) : int(end * RATE)], " ".join(texts)[-200:])
+        texts.append("".join(word.text for word in words if word.start + begin >= start - 0.05).strip())
+    return " ".join(texts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("asr_model", nargs="?", default="whisper-base")
+    arguments = parser.parse_args(argv)
+    manifest = ROOT.parent / "shared" / "dev-audio" / "manifest.json"
+    entries = [entry for entry in load_manifest(manifest) if entry.kind == "synthetic_conversation" and entry.speaker_texts]
+    handler = Transcriber(ModelSettings(asr_model=arguments.asr_model, diarization_model=None))
+    normalise = english_normaliser()
+    totals: dict[str, Any] = {}
+    for entry in entries:
+        audio = decode_file(entry.audio.read_bytes()).samples
+        turns = live_turns(handler, audio)
+        variants = {"live": " ".join(text for _, _, text in turns),
+                    "file": handler({"inputs": {"array": audio, "sampling_rate": RATE}, "parameters": {"language": "en"}})["text"]}
+        variants |= {name: decoded_again(handler, audio, turns, seconds) for name, seconds in CONTEXTS.items()}
+        for name, text in variants.items():
+            errors = word_errors(words_of(entry.text, normalise), words_of(text, normalise))
+            totals[name] = errors if name not in totals else totals[name] + errors
+            print(f"{entry.name} {name}: WER {errors.rate:.1%}", flush=True)
+    for name, errors in totals.items():
+        print(f"pooled {name}: WER {errors.rate:.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
