@@ -242,6 +242,33 @@ def test_the_transcript_is_corrected_merged_and_undone_and_the_downloads_carry_i
     assert page.problems == []
 
 
+def test_a_warning_names_the_speakers_as_they_are_named_now(browser, real_handler):
+    """The server's warnings name speakers by label; on the page they follow a rename."""
+    class Warned:
+        def __getattr__(self, name):
+            return getattr(real_handler, name)
+
+        def __call__(self, data, **options):
+            result = real_handler(data, **options)
+            return {**result, "warnings": [*result.get("warnings", []), "SPEAKER_00 and SPEAKER_01 sound alike and may be one person."]}
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        with serving(create_app(lambda: Warned(), ServerSettings())) as base_url:
+            page.goto(base_url + "/")
+            page.set_input_files("#file-input", str(SAMPLE))
+            page.get_by_role("button", name="Transcribe").click()
+            expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
+            assert page.locator("#status").inner_text().endswith("Note: SPEAKER_00 and SPEAKER_01 sound alike and may be one person.")
+            names = page.locator("#speakers input")
+            names.nth(1).fill("Ben")
+            names.nth(1).dispatch_event("change")
+            assert page.locator("#status").inner_text().endswith("Note: SPEAKER_00 and Ben sound alike and may be one person.")
+    finally:
+        context.close()
+
+
 def test_cancel_stops_the_servers_work_too(browser, real_handler):
     """Cancel while the server transcribes (its work held until it is told to stop): the page says it
     was cancelled, the server's work ends (its ``should_stop`` said yes) and it counts the request

@@ -7,6 +7,7 @@ export const state = {
   segments: [],     // {speaker, text, start, end}
   timeline: [],     // {speaker, start, end}: who spoke when, overlaps kept
   names: {},        // label -> the name shown (renamed by the user)
+  warnings: [],     // the server's, about this result (e.g. two voices that may be one person)
   duration: 0,
   source: "recording",
 };

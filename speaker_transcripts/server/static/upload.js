@@ -3,7 +3,7 @@
 
 import { $, clock, explainStatus, megabytes, say, session, showError, state } from "./common.js";
 import { apiKey, authHeaders } from "./auth.js";
-import { attributeWords, render, renderTranscript, resetResult, speakerLabels } from "./view.js";
+import { attributeWords, nameOf, render, renderTranscript, resetResult, speakerLabels } from "./view.js";
 import { setAudio } from "./player.js";
 
 // --- choosing a recording ---------------------------------------------------------------------
@@ -163,14 +163,22 @@ async function transcribeFile() {
       state.duration = event.duration || state.duration;
       attributeWords();
       render();
-      const notes = (event.warnings || []).join(" ");
-      say(`Done: ${state.words.length} words${state.segments.length ? `, ${speakerLabels().length} speakers` : ""}.${notes ? ` Note: ${notes}` : ""}`);
+      state.warnings = event.warnings || [];
+      sayDone();
       $("result").scrollIntoView({ block: "start" }); // the transcript on the first screen, the player in reach above it
     } else if (event.type === "error") {
       throw new Error(explainStatus(event.error?.code || 500, event.error?.message || ""));
     }
   }
   finishBusy();
+}
+
+export function sayDone() {
+  // the result's summary and the server's warnings, speakers under the names they have now (a rename says it again)
+  const labels = speakerLabels();
+  const pattern = new RegExp(labels.map((label) => label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
+  const notes = state.warnings.map((text) => (labels.length ? text.replace(pattern, nameOf) : text)).join(" ");
+  say(`Done: ${state.words.length} words${state.segments.length ? `, ${labels.length} speakers` : ""}.${notes ? ` Note: ${notes}` : ""}`);
 }
 
 async function* serverSentEvents(response) {

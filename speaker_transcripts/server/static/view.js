@@ -4,12 +4,13 @@
 import { $, clock, element, session, showError, state } from "./common.js";
 import { History, editTurn, mergeSpeakers, moveTurn, newSpeakerLabel } from "./corrections.js";
 import { seek } from "./player.js";
+import { sayDone } from "./upload.js";
 
 const COLOURS = ["#2456c6", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#be185d", "#4d7c0f", "#475569"];
 const history = new History(); // the corrections made to this result, to undo
 
 export function resetResult(source) {
-  Object.assign(state, { words: [], segments: [], timeline: [], names: {}, duration: 0, source });
+  Object.assign(state, { words: [], segments: [], timeline: [], names: {}, warnings: [], duration: 0, source });
   history.clear();
   $("live-tail").textContent = "";
   render();
@@ -116,6 +117,7 @@ function showNames() {
     play.setAttribute("aria-label", `Play ${nameOf(play.dataset.label)} from ${play.dataset.clock}`);
   }
   describeTimeline();
+  if (state.warnings.length) sayDone();
 }
 
 function describeTimeline() {
