@@ -9,6 +9,7 @@ tests/end_to_end/test_embedded_real.py), so the words and speakers on the page a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -242,6 +243,21 @@ def test_the_transcript_is_corrected_merged_and_undone_and_the_downloads_carry_i
     assert page.problems == []
 
 
+@contextlib.contextmanager
+def transcribing_with(browser, handler):
+    """A page on a server of ``handler`` with the sample chosen and Transcribe clicked: (page, the server's URL)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        with serving(create_app(lambda: handler, ServerSettings())) as base_url:
+            page.goto(base_url + "/")
+            page.set_input_files("#file-input", str(SAMPLE))
+            page.get_by_role("button", name="Transcribe").click()
+            yield page, base_url
+    finally:
+        context.close()
+
+
 def test_a_warning_names_the_speakers_as_they_are_named_now(browser, real_handler):
     """The server's warnings name speakers by label; on the page they follow a rename."""
     class Warned:
@@ -252,21 +268,13 @@ def test_a_warning_names_the_speakers_as_they_are_named_now(browser, real_handle
             result = real_handler(data, **options)
             return {**result, "warnings": [*result.get("warnings", []), "SPEAKER_00 and SPEAKER_01 sound alike and may be one person."]}
 
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    try:
-        with serving(create_app(lambda: Warned(), ServerSettings())) as base_url:
-            page.goto(base_url + "/")
-            page.set_input_files("#file-input", str(SAMPLE))
-            page.get_by_role("button", name="Transcribe").click()
-            expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
-            assert page.locator("#status").inner_text().endswith("Note: SPEAKER_00 and SPEAKER_01 sound alike and may be one person.")
-            names = page.locator("#speakers input")
-            names.nth(1).fill("Ben")
-            names.nth(1).dispatch_event("change")
-            assert page.locator("#status").inner_text().endswith("Note: SPEAKER_00 and Ben sound alike and may be one person.")
-    finally:
-        context.close()
+    with transcribing_with(browser, Warned()) as (page, _):
+        expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
+        assert page.locator("#status").inner_text().endswith("Note: SPEAKER_00 and SPEAKER_01 sound alike and may be one person.")
+        names = page.locator("#speakers input")
+        names.nth(1).fill("Ben")
+        names.nth(1).dispatch_event("change")
+        assert page.locator("#status").inner_text().endswith("Note: SPEAKER_00 and Ben sound alike and may be one person.")
 
 
 def test_cancel_stops_the_servers_work_too(browser, real_handler):
@@ -293,24 +301,16 @@ def test_cancel_stops_the_servers_work_too(browser, real_handler):
                 raise RequestAbandoned("cancelled")
             return real_handler(data, should_stop=should_stop, **callbacks)
 
-    context = browser.new_context()
-    page = context.new_page()
-    try:
-        with serving(create_app(lambda: Held(), ServerSettings())) as base_url:
-            page.goto(base_url + "/")
-            page.set_input_files("#file-input", str(SAMPLE))
-            page.get_by_role("button", name="Transcribe").click()
-            assert working.wait(GUARD_MS / 1000)
-            page.get_by_role("button", name="Cancel").click()
-            expect(page.locator("#status")).to_have_text(re.compile("^Cancelled"), timeout=GUARD_MS)
-            assert stopped.wait(GUARD_MS / 1000), "the server went on working for a client that left"
-            assert page.locator("#error").is_hidden() and page.locator("#cancel").is_hidden()
-            metrics = httpx.get(base_url + "/metrics").text
-            assert re.search(r"^speaker_transcripts_abandoned_requests_total 1\.0$", metrics, flags=re.MULTILINE), metrics[-500:]
-            page.get_by_role("button", name="Transcribe").click()
-            expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
-    finally:
-        context.close()
+    with transcribing_with(browser, Held()) as (page, base_url):
+        assert working.wait(GUARD_MS / 1000)
+        page.get_by_role("button", name="Cancel").click()
+        expect(page.locator("#status")).to_have_text(re.compile("^Cancelled"), timeout=GUARD_MS)
+        assert stopped.wait(GUARD_MS / 1000), "the server went on working for a client that left"
+        assert page.locator("#error").is_hidden() and page.locator("#cancel").is_hidden()
+        metrics = httpx.get(base_url + "/metrics").text
+        assert re.search(r"^speaker_transcripts_abandoned_requests_total 1\.0$", metrics, flags=re.MULTILINE), metrics[-500:]
+        page.get_by_role("button", name="Transcribe").click()
+        expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
 
 
 def test_the_record_button_transcribes_the_microphone_live(page, page_url):
