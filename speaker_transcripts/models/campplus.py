@@ -46,12 +46,11 @@ class CamPlusPlus(Model):
     ) -> None:
         super().__init__(sample_rate=sample_rate, num_channels=num_channels, task=task)
         self.save_hyperparameters("embedding_size")
-        self._layers = new_layers(embedding_size)  # the network itself: campplus_network.py
-        self.head, self.xvector, self.dense = self._layers.head, self._layers.xvector, self._layers.dense
+        self.head, self.xvector, self.dense, pooled_size = new_layers(embedding_size)  # the network: campplus_network.py
         self.pooling = StatsPool()
         # pyannote asks for every (chunk, local speaker) pair, silent ones included (a third to a half
         # of them in conversations); masked pooling over no frame is all zeros, whatever the frames.
-        self.register_buffer("_silent_statistics", torch.zeros(1, self._layers.pooled_size), persistent=False)
+        self.register_buffer("_silent_statistics", torch.zeros(1, pooled_size), persistent=False)
 
     @property
     def dimension(self) -> int:
@@ -59,7 +58,7 @@ class CamPlusPlus(Model):
 
     def forward_frames(self, waveforms: torch.Tensor) -> torch.Tensor:
         """Frame-level features (batch, 512, frames) before pooling."""
-        return frame_features(self._layers, waveforms, self.hparams.sample_rate)
+        return frame_features(self.head, self.xvector, waveforms, self.hparams.sample_rate)
 
     def forward(self, waveforms: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
         """One embedding per waveform; with ``weights`` (a frame mask per waveform), of the

@@ -183,13 +183,13 @@ def fbank(waveforms: torch.Tensor, sample_rate: int = SAMPLE_RATE) -> torch.Tens
     return features - features.mean(dim=1, keepdim=True)
 
 
-def frame_features(layers: Layers, waveforms: torch.Tensor, sample_rate: int = SAMPLE_RATE) -> torch.Tensor:
+def frame_features(head: nn.Module, xvector: nn.Module, waveforms: torch.Tensor, sample_rate: int = SAMPLE_RATE) -> torch.Tensor:
     """Frame-level features (batch, 512, frames) before pooling, under bfloat16 autocast on CPUs
     with bfloat16 instructions; refuses input too short to give two frames (pyannote probes for
     the shortest input the model takes this way)."""
     features = fbank(waveforms, sample_rate).transpose(1, 2)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=features.device.type == "cpu" and bfloat16_supported()):
-        frames = layers.xvector(layers.head(features)).float()
+        frames = xvector(head(features)).float()
     if frames.shape[-1] < 2:
         raise ValueError(f"{waveforms.shape[-1]} samples are too few for a CAM++ embedding")
     return frames
@@ -207,11 +207,10 @@ class VoiceEmbedder(nn.Module):
 
     def __init__(self, embedding_size: int = EMBEDDING_SIZE) -> None:
         super().__init__()
-        self._layers = new_layers(embedding_size)
-        self.head, self.xvector, self.dense = self._layers.head, self._layers.xvector, self._layers.dense
+        self.head, self.xvector, self.dense, _ = new_layers(embedding_size)
 
     def forward(self, waveforms: torch.Tensor) -> torch.Tensor:
-        return self.dense(statistics(frame_features(self._layers, waveforms)))
+        return self.dense(statistics(frame_features(self.head, self.xvector, waveforms)))
 
 
 class _Stand:

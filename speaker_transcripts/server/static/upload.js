@@ -3,7 +3,7 @@
 
 import { $, clock, explainStatus, megabytes, say, session, showError, state } from "./common.js";
 import { apiKey, authHeaders } from "./auth.js";
-import { attributeWords, nameOf, render, renderTranscript, resetResult, speakerLabels } from "./view.js";
+import { attributeWords, render, renderTranscript, resetResult, sayDone } from "./view.js";
 import { setAudio } from "./player.js";
 
 // --- choosing a recording ---------------------------------------------------------------------
@@ -171,14 +171,6 @@ async function transcribeFile() {
     }
   }
   finishBusy();
-}
-
-export function sayDone() {
-  // the result's summary and the server's warnings, speakers under the names they have now (a rename says it again)
-  const labels = speakerLabels();
-  const pattern = new RegExp(labels.map((label) => label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
-  const notes = state.warnings.map((text) => (labels.length ? text.replace(pattern, nameOf) : text)).join(" ");
-  say(`Done: ${state.words.length} words${state.segments.length ? `, ${labels.length} speakers` : ""}.${notes ? ` Note: ${notes}` : ""}`);
 }
 
 async function* serverSentEvents(response) {

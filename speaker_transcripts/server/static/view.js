@@ -1,10 +1,9 @@
 // Showing the result: the speakers (renamed in place), the timeline, the transcript by turn, and the
 // corrections made to it (corrections.js), each undoable.
 
-import { $, clock, element, session, showError, state } from "./common.js";
+import { $, clock, element, say, session, showError, state } from "./common.js";
 import { History, editTurn, mergeSpeakers, moveTurn, newSpeakerLabel } from "./corrections.js";
 import { seek } from "./player.js";
-import { sayDone } from "./upload.js";
 
 const COLOURS = ["#2456c6", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#be185d", "#4d7c0f", "#475569"];
 const history = new History(); // the corrections made to this result, to undo
@@ -118,6 +117,14 @@ function showNames() {
   }
   describeTimeline();
   if (state.warnings.length) sayDone();
+}
+
+export function sayDone() {
+  // the result's summary and the server's warnings, speakers under the names they have now (a rename says it again)
+  const labels = speakerLabels();
+  const pattern = new RegExp(labels.map((label) => label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
+  const notes = state.warnings.map((text) => (labels.length ? text.replace(pattern, nameOf) : text)).join(" ");
+  say(`Done: ${state.words.length} words${state.segments.length ? `, ${labels.length} speakers` : ""}.${notes ? ` Note: ${notes}` : ""}`);
 }
 
 function describeTimeline() {
