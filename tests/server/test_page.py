@@ -167,10 +167,12 @@ def player_keys_and_timeline(page) -> None:
 
     lane = page.locator(".lane").first
     box = lane.bounding_box()
+    clicked = time.monotonic()
     lane.click(position={"x": box["width"] / 2, "y": box["height"] / 2})
     playing()
     state = player()
-    assert abs(state["currentTime"] - state["duration"] / 2) < 2.0, state
+    played = time.monotonic() - clicked  # at most this much has played since the seek, however slow the machine
+    assert state["duration"] / 2 - 0.5 <= state["currentTime"] <= state["duration"] / 2 + played + 0.5, (state, played)
     page.keyboard.press("Space")
     assert player()["paused"]
     page.evaluate("document.getElementById('player').currentTime = 1")
