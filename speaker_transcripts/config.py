@@ -192,6 +192,7 @@ def is_whisper_checkpoint(path: str | Path) -> bool:
 
 MAX_KNOWN_SPEAKERS = 8  # enrolment clips per request: each is decoded and embedded before diarization
 MAX_SPEAKER_NAME_CHARS = 64
+MAX_VOICES_CHOSEN = 256  # the voice library's people one request may choose by name
 # Labels the service gives anonymous speakers: a known speaker named so would be confused with one.
 RESERVED_SPEAKER_NAMES = re.compile(r"SPEAKER_\d+|UNKNOWN", re.IGNORECASE)
 
@@ -202,6 +203,22 @@ def _skeleton(name: str) -> str:
     bare = "".join(character for character in unicodedata.normalize("NFKD", name) if not unicodedata.combining(character))
     head, _, tail = bare.upper().rpartition("_")
     return f"{head}_{tail.replace('O', '0')}" if head else bare
+
+
+def speaker_name(value: str) -> str:
+    """A person's name as every surface takes it (known speakers, the voice library): NFC, and any run of
+    whitespace (a no-break space, a line separator) one space, so names that look alike are one name
+    ("Reader A" and "Reader\u00a0A") and no line break reaches a subtitle; ``ValueError`` says what is wrong."""
+    name = " ".join(unicodedata.normalize("NFC", value).split())
+    if not name:
+        raise ValueError("a known speaker's name is empty")
+    if len(name) > MAX_SPEAKER_NAME_CHARS:
+        raise ValueError(f"a known speaker's name has {len(name)} characters; at most {MAX_SPEAKER_NAME_CHARS}")
+    if any(unicodedata.category(character).startswith("C") for character in name):
+        raise ValueError("a known speaker's name may not hold control or unassigned characters (line breaks, tabs, ...)")
+    if RESERVED_SPEAKER_NAMES.fullmatch(name) or RESERVED_SPEAKER_NAMES.fullmatch(_skeleton(name)):
+        raise ValueError(f"{name!r} is, or looks like, how anonymous speakers are labelled; choose another name")
+    return name
 
 
 class KnownSpeaker(BaseModel):
@@ -215,18 +232,7 @@ class KnownSpeaker(BaseModel):
     @field_validator("name")
     @classmethod
     def _usable_name(cls, value: str) -> str:
-        # NFC, and any run of whitespace (a no-break space, a line separator) one space: names that look
-        # alike are one name ("Reader A" and "Reader\u00a0A"), and no line break reaches a subtitle.
-        name = " ".join(unicodedata.normalize("NFC", value).split())
-        if not name:
-            raise ValueError("a known speaker's name is empty")
-        if len(name) > MAX_SPEAKER_NAME_CHARS:
-            raise ValueError(f"a known speaker's name has {len(name)} characters; at most {MAX_SPEAKER_NAME_CHARS}")
-        if any(unicodedata.category(character).startswith("C") for character in name):
-            raise ValueError("a known speaker's name may not hold control or unassigned characters (line breaks, tabs, ...)")
-        if RESERVED_SPEAKER_NAMES.fullmatch(name) or RESERVED_SPEAKER_NAMES.fullmatch(_skeleton(name)):
-            raise ValueError(f"{name!r} is, or looks like, how anonymous speakers are labelled; choose another name")
-        return name
+        return speaker_name(value)
 
 
 class InferenceConfig(BaseModel):
@@ -259,6 +265,8 @@ class InferenceConfig(BaseModel):
     prompt: str | None = Field(default=None, max_length=2000)
     # Voices to name in the transcript (pipeline/speaker_naming.py); diarized speakers matching none stay anonymous.
     known_speakers: tuple[KnownSpeaker, ...] = Field(default=(), max_length=MAX_KNOWN_SPEAKERS)
+    # The voice library's people (KNOWN_SPEAKERS_DIR) who may be named here, by name; None: all of them.
+    voices: tuple[str, ...] | None = Field(default=None, max_length=MAX_VOICES_CHOSEN)
     # Each diarized speaker's voice embedding in the answer, for matching speakers across files.
     return_speaker_embeddings: bool = False
 
@@ -285,6 +293,11 @@ class InferenceConfig(BaseModel):
             value = value.strip().lower().removeprefix("<|").removesuffix("|>")
             return value or None
         return value
+
+    @field_validator("voices")
+    @classmethod
+    def _voice_names(cls, names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if names is None else tuple(dict.fromkeys(speaker_name(name) for name in names))
 
     @field_validator("known_speakers")
     @classmethod
@@ -339,7 +352,7 @@ class ResolvedRequest:
 MAX_UNKNOWN_NAMED = 10  # unknown parameters named one by one in the warnings; the rest are counted
 MAX_PROBLEMS_NAMED = 5  # validation problems named in a 400; the rest are counted
 # Parameters that hold several items, with their bounds: longer ones are refused before an item is validated.
-COLLECTION_BOUNDS = {"known_speakers": MAX_KNOWN_SPEAKERS}
+COLLECTION_BOUNDS = {"known_speakers": MAX_KNOWN_SPEAKERS, "voices": MAX_VOICES_CHOSEN}
 
 
 def parse_parameters(parameters: Any) -> tuple[InferenceConfig, list[str]]:
@@ -437,6 +450,9 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
         reason = "diarize=false" if capabilities.has_diarization else "no diarization model is loaded (set DIARIZATION_MODEL)"
         warnings.append(f"{names} ignored: {reason}")
         updates.update({name: None for name in config.speaker_hints})
+    if config.voices is not None and not (diarize and capabilities.embeds_speakers):
+        warnings.append("voices ignored: this request names no speakers (it is not diarized, or the pipeline embeds no voices)")
+        updates["voices"] = None
 
     if config.prompt is not None and not config.prompt.strip():
         updates["prompt"] = None

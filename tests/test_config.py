@@ -394,6 +394,19 @@ def test_known_speaker_names_are_normalised_and_a_long_list_is_refused_before_it
     assert str(refused.value) == "parameter 'known_speakers' holds 20000 items; at most 8"
 
 
+def test_the_voice_library_people_a_request_chooses_are_names_checked_like_known_speakers():
+    config, _ = parse_parameters({"voices": [" Ann\u00a0Lee ", "Ann Lee", "Bo"]})
+    assert config.voices == ("Ann Lee", "Bo")  # normalised, each once
+    assert parse_parameters({})[0].voices is None and parse_parameters({"voices": []})[0].voices == ()
+    with pytest.raises(InvalidRequestError, match="how anonymous speakers are labelled"):
+        parse_parameters({"voices": ["SPEAKER_O1"]})
+    with pytest.raises(InvalidRequestError, match="'voices' holds 300 items; at most 256"):
+        parse_parameters({"voices": ["x"] * 300})
+    resolved = resolve_request(parse_parameters({"voices": ["Bo"], "diarize": False})[0], EMBEDDING)
+    assert resolved.config.voices is None and any(warning.startswith("voices ignored") for warning in resolved.warnings)
+    assert resolve_request(parse_parameters({"voices": ["Bo"]})[0], EMBEDDING).config.voices == ("Bo",)
+
+
 def test_a_400_names_a_few_problems_and_counts_the_rest():
     with pytest.raises(InvalidRequestError) as refused:
         parse_parameters({name: "?" for name in ("task", "batch_size", "long_form", "chunk_length_s", "num_beams", "return_timestamps", "diarize")})

@@ -150,6 +150,7 @@ class Transcriber:
         config, warnings = parse_parameters(data.get("parameters"))
         resolved = resolve_request(config, self.capabilities)
         config, warnings = resolved.config, warnings + resolved.warnings
+        self.chosen_voices(config.voices)  # a name not in the library is refused before the audio is decoded
         audio = decode_inputs(data["inputs"], config.sampling_rate, self.settings.max_audio_seconds, should_stop)
         clips = {speaker.name: enrolment_speech(speaker.name, speaker.audio, self.speech_gate, should_stop) for speaker in config.known_speakers}
         with self._lock:
@@ -305,12 +306,13 @@ class Transcriber:
         had its say, so that a voice it splits off can be named too."""
         found = diarize(self.diarization_pipeline, samples, SAMPLING_RATE, config.speaker_hints, should_stop)
         embed = speaker_embedder(self.diarization_pipeline)
-        if not (clips or self.voices) or embed is None:
+        chosen = self.chosen_voices(config.voices)
+        if not (clips or chosen) or embed is None:
             return found, lambda speakers: (speakers, [])
         # A telephone recording is compared with the clips heard through its band (pipeline/bandwidth.py).
         telephone = is_narrowband(samples)
         own = {name: embed(telephone_band(clip) if telephone else clip) for name, clip in clips.items()}
-        references = {**self.library_for(telephone), **own}  # a request's clip wins over the library's
+        references = {**self.library_for(telephone, chosen), **own}  # a request's clip wins over the library's
 
         def name(speakers: Diarization) -> tuple[Diarization, list[NameMatch]]:
             matches = match_names(speakers.embeddings, references, naming_threshold(telephone))
@@ -324,13 +326,42 @@ class Transcriber:
         """The enrolled voices (``KNOWN_SPEAKERS_DIR``) as enrolled, by name."""
         return self.library_for(telephone_band=False)
 
-    def library_for(self, telephone_band: bool) -> dict[str, np.ndarray]:
-        """The enrolled voices by name, for a telephone-band recording or a wideband one; a voice
-        enrolled before telephone-band embeddings were kept is compared as it was enrolled."""
-        return {
-            name: voice.telephone if telephone_band and voice.telephone is not None else voice.embedding
-            for name, voice in self.voices.items()
-        }
+    def library_for(self, telephone_band: bool, chosen: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """The enrolled voices by name (those ``chosen``, else all), for a telephone-band recording or a
+        wideband one; a voice enrolled before telephone-band embeddings were kept is compared as it was enrolled."""
+        voices = self.voices if chosen is None else {name: self.voices[name] for name in chosen}
+        return {name: voice.telephone if telephone_band and voice.telephone is not None else voice.embedding for name, voice in voices.items()}
+
+    def chosen_voices(self, names: Sequence[str] | None) -> list[str]:
+        """The library's people a request chose (``voices``; None: everyone), as enrolled; a name that
+        is not enrolled is the client's to fix (400)."""
+        if names is None:
+            return list(self.voices)
+        by_key = {name.casefold(): name for name in self.voices}
+        missing = [name for name in names if name.casefold() not in by_key]
+        if missing:
+            where = "this server keeps no voice library (KNOWN_SPEAKERS_DIR)" if self.settings.known_speakers_dir is None else (
+                "its voice library holds no such person; GET /v1/voices lists them")
+            raise InvalidRequestError(f"voices: {', '.join(repr(name) for name in missing[:5])} not enrolled: {where}")
+        return [by_key[name.casefold()] for name in names]
+
+    def enrol(self, name: str, audio: Any, should_stop: Callable[[], bool] | None = None) -> Voice:
+        """Keep ``name``'s voice from one clip in the server's voice library (as ``speakers add`` does) and
+        name them in every request from now on; the clip is checked and cut to its speech as a known speaker's is."""
+        if self.settings.known_speakers_dir is None:
+            raise InvalidRequestError("this server keeps no voice library: start it with KNOWN_SPEAKERS_DIR set to a folder")
+        embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
+        if embed is None:
+            raise InvalidRequestError("enrolling a voice needs a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
+        library = VoiceLibrary(self.settings.known_speakers_dir)
+        library.check_writable()
+        speech = enrolment_speech(name, audio, self.speech_gate, should_stop)
+        with self._lock:
+            voice = library.add(name, [embed(speech)], self.configured.diarization_model, telephone=[embed(telephone_band(speech))])
+            kept = {other: known for other, known in self.voices.items() if other.casefold() != voice.name.casefold()}  # one file per name
+            self.voices = {**kept, voice.name: voice}
+        logger.info("voice library %s: enrolled a voice (%d voices)", library.folder, len(self.voices))
+        return voice
 
     @staticmethod
     def _attribute(

@@ -64,9 +64,14 @@ class InferenceQueue:
         self._started: dict[int, float] = {}  # worker thread -> when its current call began
 
     async def run(
-        self, data: dict[str, Any], client_gone: Callable[[], Awaitable[bool]] | None = None, **callbacks: Any
+        self,
+        data: dict[str, Any],
+        client_gone: Callable[[], Awaitable[bool]] | None = None,
+        work: Callable[..., dict[str, Any]] | None = None,
+        **callbacks: Any,
     ) -> dict[str, Any]:
-        """The handler's answer to ``data``; ``callbacks`` (``on_segment``) go to the handler.
+        """The handler's answer to ``data`` (or ``work``'s: another call on the same models, such as
+        enrolling a voice, under the same bounds); ``callbacks`` (``on_segment``) go to it.
 
         Work whose deadline passes (504) or whose client hangs up (``client_gone``, polled) is
         told to stop: the handler ends it at the next decoder step, or as soon as it gets the
@@ -81,7 +86,7 @@ class InferenceQueue:
         self.held_bytes += weight
         stop = threading.Event()
         future = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._timed_call, data, {**callbacks, "should_stop": stop.is_set}
+            self._executor, self._timed_call, work or self.handler, data, {**callbacks, "should_stop": stop.is_set}
         )
         future.add_done_callback(functools.partial(self._finished, weight))
         watcher = asyncio.ensure_future(_poll(client_gone)) if client_gone is not None else None
@@ -152,11 +157,11 @@ class InferenceQueue:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    def _timed_call(self, data: dict[str, Any], callbacks: dict[str, Any]) -> dict[str, Any]:
+    def _timed_call(self, work: Callable[..., dict[str, Any]], data: dict[str, Any], callbacks: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
         self._started[threading.get_ident()] = started
         try:
-            result = self.handler(data, **callbacks)
+            result = work(data, **callbacks)
             self.metrics.observe_work(float(result.get("duration") or 0.0), time.monotonic() - started)
             return result
         except (InvalidRequestError, ServiceError, RequestAbandoned):
@@ -205,10 +210,10 @@ async def _poll(client_gone: Callable[[], Awaitable[bool]]) -> None:
         await asyncio.sleep(CLIENT_POLL_S)
 
 
-async def infer(request: Request, data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
-    """The orchestrator's answer to ``data`` through the app's queue, stopped if the client hangs up."""
+async def infer(request: Request, data: dict[str, Any], work: Callable[..., dict[str, Any]] | None = None, **callbacks: Any) -> dict[str, Any]:
+    """The orchestrator's answer to ``data`` (or ``work``'s) through the app's queue, stopped if the client hangs up."""
     queue: InferenceQueue = request.app.state.queue
     state = request.scope.get("state", {})
     if ADMITTED in state:
         queue.upload_done(state.pop(ADMITTED))  # its body is in: from here it counts in ``pending`` and ``held_bytes``
-    return await queue.run(data, client_gone=request.is_disconnected, **callbacks)
+    return await queue.run(data, client_gone=request.is_disconnected, work=work, **callbacks)

@@ -53,6 +53,7 @@ class SessionSettings(BaseModel):
     turn_detection: TurnDetection | None = Field(default_factory=TurnDetection)
     diarize: StrictBool | None = None  # "yes" is not a yes: refused, as the file routes refuse it
     known_speakers: tuple[KnownSpeaker, ...] = ()
+    voices: tuple[str, ...] | None = None  # the voice library's people who may be named (None: all)
 
     @field_validator("model")
     @classmethod
@@ -135,6 +136,8 @@ def updated_settings(current: SessionSettings, event: dict[str, Any]) -> Session
                 changes[name] = transcription[name] or None if name != "diarize" else transcription[name]
         if "known_speakers" in transcription:
             changes["known_speakers"] = transcription["known_speakers"] or ()
+        if "voices" in transcription:
+            changes["voices"] = transcription["voices"]
     if turn_key in audio_input:
         detection = audio_input[turn_key]
         if detection is not None:
@@ -211,6 +214,7 @@ def session_object(session_id: str, settings: SessionSettings, served_model: str
         "prompt": settings.prompt or "",
         "diarize": settings.diarize,
         "known_speakers": [{"name": speaker.name} for speaker in settings.known_speakers],
+        "voices": None if settings.voices is None else list(settings.voices),
     }
     common = {"id": session_id, "object": "realtime.transcription_session", "expires_at": int(expires_at), "include": None}
     if beta:

@@ -460,16 +460,39 @@ def test_people_enrolled_once_in_the_voice_library_are_named_in_a_recording(tmp_
     assert result["warnings"] == [] and "known_speakers" not in result  # the library's people are not the request's to report
 
 
-def test_known_speakers_are_named_in_a_live_session_on_the_server_as_in_process(handler, capsys):
-    """``live --speaker`` in process, the same over ``--url``, and the official client's realtime session with
-    ``known_speakers`` in its ``session.update``: each names both readers and not the impostor."""
+async def realtime_speakers(url: str, transcription: dict) -> list[str]:
+    """The speakers of the segments of the sample sent through the official client's realtime session with
+    ``transcription`` settings (16 kHz, English), up to the turn's end once three came."""
     import asyncio
     import base64
 
     from openai import AsyncOpenAI
 
-    from speaker_transcripts.cli import live
     from speaker_transcripts.pipeline.audio import decode_file
+
+    pcm = (np.clip(decode_file(SAMPLE.read_bytes()).samples, -1, 1) * 32767).astype("<i2").tobytes()
+    segments = []
+    async with AsyncOpenAI(base_url=f"{url}/v1", api_key="unused").realtime.connect(extra_query={"intent": "transcription"}) as connection:
+        await connection.session.update(session={"type": "transcription", "audio": {"input": {
+            "format": {"type": "audio/pcm", "rate": 16000}, "transcription": {"model": "whisper-1", "language": "en", **transcription}}}})
+        for start in range(0, len(pcm), 3200):  # 0.1 s a frame, sent at once: the session's order, not its pace
+            await connection.input_audio_buffer.append(audio=base64.b64encode(pcm[start : start + 3200]).decode())
+        await connection.input_audio_buffer.commit()
+        async with asyncio.timeout(300):
+            async for event in connection:
+                if event.type == "conversation.item.input_audio_transcription.segment":
+                    segments.append(event.speaker)
+                if event.type == "conversation.item.input_audio_transcription.completed" and len(segments) >= 3:
+                    break
+    return segments
+
+
+def test_known_speakers_are_named_in_a_live_session_on_the_server_as_in_process(handler, capsys):
+    """``live --speaker`` in process, the same over ``--url``, and the official client's realtime session with
+    ``known_speakers`` in its ``session.update``: each names both readers and not the impostor."""
+    import asyncio
+
+    from speaker_transcripts.cli import live
     from speaker_transcripts.server.app import create_app
     from tests.servers import serving
 
@@ -484,25 +507,67 @@ def test_known_speakers_are_named_in_a_live_session_on_the_server_as_in_process(
     in_process = names_printed(["--asr-model", "whisper-tiny.en", "--diarization-model", "pyannote-campplus"])
     assert in_process == ["Reader A", "Reader B", "Reader A"]
 
-    async def openai_session(url: str) -> list[str]:
-        pcm = (np.clip(decode_file(SAMPLE.read_bytes()).samples, -1, 1) * 32767).astype("<i2").tobytes()
-        known = [{"name": name, "audio": clip(file)} for name, file in (("Reader A", "reader-a.wav"), ("Reader B", "reader-b.wav"))]
-        client = AsyncOpenAI(base_url=f"{url}/v1", api_key="unused")
-        segments = []
-        async with client.realtime.connect(extra_query={"intent": "transcription"}) as connection:
-            await connection.session.update(session={"type": "transcription", "audio": {"input": {
-                "format": {"type": "audio/pcm", "rate": 16000}, "transcription": {"model": "whisper-1", "language": "en", "known_speakers": known}}}})
-            for start in range(0, len(pcm), 3200):  # 0.1 s a frame, sent at once: the session's order, not its pace
-                await connection.input_audio_buffer.append(audio=base64.b64encode(pcm[start : start + 3200]).decode())
-            await connection.input_audio_buffer.commit()
-            async with asyncio.timeout(300):
-                async for event in connection:
-                    if event.type == "conversation.item.input_audio_transcription.segment":
-                        segments.append(event.speaker)
-                    if event.type == "conversation.item.input_audio_transcription.completed" and len(segments) >= 3:
-                        break
-        return segments
-
     with serving(create_app(lambda: handler)) as url:
         assert names_printed(["--url", url]) == in_process
-        assert asyncio.run(openai_session(url))[:3] == in_process
+        known = [{"name": name, "audio": clip(file)} for name, file in (("Reader A", "reader-a.wav"), ("Reader B", "reader-b.wav"))]
+        assert asyncio.run(realtime_speakers(url, {"known_speakers": known}))[:3] == in_process
+
+
+def test_the_voice_library_over_http_enrols_lists_and_names_the_people_chosen(tmp_path, handler):
+    """POST /v1/voices enrols the readers from a clip each (as ``speakers add`` does), GET /v1/voices lists their
+    names and nothing else, a transcription names the library's people, only those ``voices[]`` chooses, and the
+    same choice holds in a live session; wrong input is a 400 saying why, and a server without a library says so."""
+    import asyncio
+
+    import httpx
+
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+    from speaker_transcripts.server.app import create_app
+    from tests.servers import serving
+
+    library = tmp_path / "voices"
+    transcriber = Transcriber(settings=ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus",
+                                                     known_speakers_dir=library, warmup=False))
+
+    def speakers(client: httpx.Client, **form: object) -> list[str]:
+        answer = client.post("/v1/audio/transcriptions", files={"file": ("two-readers.wav", SAMPLE.read_bytes())},
+                             data={"response_format": "diarized_json", **form})
+        assert answer.status_code == 200, answer.text
+        return [segment["speaker"] for segment in answer.json()["segments"]]
+
+    def enrol(client: httpx.Client, name: str, audio: bytes) -> httpx.Response:
+        return client.post("/v1/voices", data={"name": name}, files={"file": ("clip.wav", audio)})
+
+    with serving(create_app(lambda: transcriber)) as url, httpx.Client(base_url=url, timeout=300) as client:
+        assert client.get("/v1/voices").json() == {"enrolment": True, "voices": []}
+        anonymous = speakers(client)
+        assert len(set(anonymous)) == 2 and not {"Reader A", "Reader B"} & set(anonymous)
+        for name, file in (("Reader A", "reader-a.wav"), ("Reader\u00a0B ", "reader-b.wav")):
+            answer = enrol(client, name, (ENROLMENT / file).read_bytes())
+            assert answer.status_code == 201, answer.text
+            assert answer.json() == {"name": " ".join(name.split()), "model": "pyannote-campplus"}
+        listed = client.get("/v1/voices")
+        assert listed.json() == {"enrolment": True, "voices": [{"name": "Reader A"}, {"name": "Reader B"}]}
+        assert len(list(library.glob("*.json"))) == 2
+
+        assert speakers(client) == ["Reader A", "Reader B", "Reader A"]
+        chosen = speakers(client, **{"voices[]": ["reader a"]})
+        assert chosen[0] == chosen[2] == "Reader A" and chosen[1] not in ("Reader A", "Reader B")
+        assert not {"Reader A", "Reader B"} & set(speakers(client, **{"voices[]": [""]}))
+
+        refusals = [
+            client.post("/v1/audio/transcriptions", files={"file": ("a.wav", SAMPLE.read_bytes())}, data={"voices[]": ["Nobody"]}),
+            enrol(client, "SPEAKER_01", (ENROLMENT / "reader-a.wav").read_bytes()),
+            enrol(client, "Junk", b"not audio at all" * 100),
+        ]
+        for answer, says in zip(refusals, ("'Nobody' not enrolled", "how anonymous speakers are labelled", "known speaker 'Junk'"), strict=True):
+            assert answer.status_code == 400 and says in answer.json()["error"]["message"], answer.text
+        assert client.get("/v1/voices").json()["voices"] == [{"name": "Reader A"}, {"name": "Reader B"}]
+
+        live = asyncio.run(realtime_speakers(url, {"voices": ["Reader B"]}))
+        assert "Reader B" in live and "Reader A" not in live, live
+
+    with serving(create_app(lambda: handler)) as url, httpx.Client(base_url=url, timeout=300) as client:
+        assert client.get("/v1/voices").json() == {"enrolment": False, "voices": []}
+        answer = enrol(client, "Reader A", (ENROLMENT / "reader-a.wav").read_bytes())
+        assert answer.status_code == 400 and "KNOWN_SPEAKERS_DIR" in answer.json()["error"]["message"]

@@ -390,6 +390,68 @@ def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handl
     assert "API key is wrong" in wrong
 
 
+def test_a_speaker_is_saved_to_the_voice_library_and_the_people_chosen_are_named(browser, tmp_path):
+    """With the server's key: "Save voice" on a speaker of a result enrols them (their turns alone, cut in the
+    browser), the library's people appear in Options, the next recording names them, and unticked they are not."""
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    library = tmp_path / "voices"
+    handler = Transcriber(settings=ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus",
+                                                 known_speakers_dir=library, warmup=False))
+    settings = ServerSettings(api_key="sk-voices")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+
+    class Noting:
+        """The handler, noting each transcription's parameters (Chromium gives Playwright no multipart body)."""
+
+        def __init__(self) -> None:
+            self.parameters: list[dict] = []
+
+        def __call__(self, data: dict, **callbacks: object) -> dict:
+            self.parameters.append(data["parameters"])
+            return handler(data, **callbacks)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(handler, name)
+
+    noting = Noting()
+
+    def transcribe() -> list[str]:
+        page.get_by_role("button", name="Transcribe").click()
+        expect(page.locator("#status")).to_have_text(re.compile("^Done"), timeout=GUARD_MS)
+        return [field.input_value() for field in page.locator("#speakers input").all()]
+
+    try:
+        with serving(create_app(lambda: noting, settings), settings) as base_url:
+            page.goto(base_url + "/")
+            page.fill("#api-key", "sk-voices")
+            page.click("#key-save")
+            expect(page.locator("#status")).to_contain_text("Key accepted", timeout=GUARD_MS)
+            assert page.locator("#library").is_hidden()  # nobody enrolled yet
+            page.set_input_files("#file-input", str(SAMPLE))
+            assert transcribe() == ["SPEAKER_00", "SPEAKER_01"]
+            page.once("dialog", lambda dialog: dialog.accept("Reader A"))
+            page.get_by_role("button", name="Save the voice of SPEAKER_00 in the voice library").click()
+            expect(page.locator("#status")).to_contain_text("Saved Reader A's voice", timeout=GUARD_MS)
+            assert len(list(library.glob("*.json"))) == 1
+            expect(page.locator("#library-people label")).to_have_text(["Reader A"], timeout=GUARD_MS)
+            assert page.locator("#library-people input").is_checked()
+
+            assert transcribe()[0] == "Reader A"  # the voice saved from this recording names its speaker
+            page.locator("summary").click()
+            page.locator("#library-people input").uncheck()
+            assert transcribe()[0] == "SPEAKER_00"
+            page.evaluate("window.scrollTo(0, 0)")
+            screenshot(page, "page-voices")
+            assert [parameters.get("voices") for parameters in noting.parameters] == [None, None, []]  # all, all, nobody
+    finally:
+        context.close()
+    assert problems == []
+
+
 def refused_upload(page, base_url: str, sent: list[str]) -> str:
     """Choose the sample and press Transcribe: the error the page shows, every POST it made noted in ``sent``."""
     page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)

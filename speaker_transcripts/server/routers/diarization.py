@@ -61,6 +61,7 @@ async def diarization(
         "min_speakers": options.min_speakers,
         "max_speakers": options.max_speakers,
         "known_speakers": options.known_speakers(),
+        "voices": options.chosen_voices(),
     }
     data = {"inputs": await file.read(), "parameters": {name: value for name, value in parameters.items() if value is not None}}
     result = await infer(request, data)

@@ -65,7 +65,8 @@ AudioUpload = Annotated[UploadFile, File(description="the audio file (any common
 
 
 class KnownSpeakerFields(BaseModel):
-    """OpenAI's two parallel form arrays naming the voices to recognise (also on the diarization route)."""
+    """OpenAI's two parallel form arrays naming the voices to recognise, and the voice library's people
+    to name (also on the diarization route)."""
 
     known_speaker_names: list[str] = Field(
         default_factory=list, alias="known_speaker_names[]", description="names for the voices in known_speaker_references[]"
@@ -74,6 +75,14 @@ class KnownSpeakerFields(BaseModel):
         default_factory=list, alias="known_speaker_references[]",
         description="a few seconds of each known speaker, as data: URLs (or base64), in the order of known_speaker_names[]",
     )
+    voices: list[str] | None = Field(
+        default=None, alias="voices[]",
+        description="the people of the server's voice library (GET /v1/voices) who may be named; absent: all of them, one empty value: none",
+    )
+
+    def chosen_voices(self) -> list[str] | None:
+        """``voices[]`` as the handler's ``voices`` (an empty value chooses nobody)."""
+        return None if self.voices is None else [name for name in self.voices if name.strip()]
 
     def known_speakers(self) -> list[dict[str, str]] | None:
         """The two arrays as the handler's ``known_speakers`` list (one meaning on every surface)."""
@@ -161,6 +170,7 @@ async def openai_transcription(
         "max_speakers": options.max_speakers,
         "assisted": options.assisted,
         "known_speakers": options.known_speakers(),
+        "voices": options.chosen_voices(),
         "return_speaker_embeddings": options.return_speaker_embeddings,
     }
     parameters = {name: value for name, value in parameters.items() if value is not None}

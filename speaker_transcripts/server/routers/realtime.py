@@ -201,6 +201,7 @@ class Connection:
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
         self.voices: dict[str, Any] = {}  # known speakers' embeddings, made when they are set
+        self.chosen: list[str] | None = None  # the voice library's people chosen (``voices``), as enrolled; None: all
         self.expires_at = time.time() + settings.live_max_session_s
         self.inbox: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
         self.read_rate = self.settings.rate  # the rate of the audio being read: for the backlog's seconds only
@@ -405,24 +406,29 @@ class Connection:
         """Check a new configuration against the loaded models (a file request's rules) and apply it."""
         if self.stream is not None and settings.rate != self.settings.rate:
             raise ProtocolError("the audio format cannot change once audio was sent", "invalid_value", "session.audio.input.format")
-        if self.stream is not None and (settings.diarize, settings.known_speakers) != (self.settings.diarize, self.settings.known_speakers):
-            raise ProtocolError("diarize and known_speakers are set before the first audio is sent", "invalid_value",
+        speakers = ("diarize", "known_speakers", "voices")
+        if self.stream is not None and any(getattr(settings, name) != getattr(self.settings, name) for name in speakers):
+            raise ProtocolError("diarize, known_speakers and voices are set before the first audio is sent", "invalid_value",
                                 "session.audio.input.transcription")
         parameters: dict[str, Any] = {"language": settings.language, "prompt": settings.prompt,
                                       "known_speakers": [speaker.model_dump() for speaker in settings.known_speakers]}
-        if settings.diarize is not None:
-            parameters["diarize"] = settings.diarize
+        for name in ("diarize", "voices"):
+            if getattr(settings, name) is not None:
+                parameters[name] = getattr(settings, name)
         config = resolve_request(parse_parameters(parameters)[0], self.handler.capabilities).config
-        settings = settings.model_copy(update={"language": config.language})
+        settings = settings.model_copy(update={"language": config.language, "voices": config.voices})
         if self.session is None:
             self.voices = self.handler.voice_embeddings(settings.known_speakers) if settings.known_speakers else {}
+            self.chosen = None if config.voices is None else self.handler.chosen_voices(config.voices)
         self.settings = settings
         if self.session is not None:
             self.session.update(self._live_config())
 
     def _live_config(self) -> LiveConfig:
         diarize = self.settings.diarize if self.settings.diarize is not None else self.handler.capabilities.has_diarization
-        known = {**getattr(self.handler, "library", {}), **self.voices}  # the voice library's people, then the session's
+        library = getattr(self.handler, "library", {})
+        chosen = {name: library[name] for name in self.chosen if name in library} if self.chosen is not None else library
+        known = {**chosen, **self.voices}  # the voice library's people (those chosen), then the session's
         return LiveConfig(language=self.settings.language, prompt=self.settings.prompt, turn_detection=self.settings.turn_detection,
                           diarize=bool(diarize), known_speakers=known)
 

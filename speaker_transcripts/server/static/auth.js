@@ -37,4 +37,5 @@ $("key-save").addEventListener("click", async () => {
   $("api-key").value = "";
   showError("");
   say("Key accepted for this tab.");
+  window.dispatchEvent(new Event("api-key"));  // what needed the key can be loaded now (voices.js)
 });

@@ -44,6 +44,26 @@ export function megabytes(bytes) {
   return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.max(1, Math.round(bytes / 1e3))} kB`;
 }
 
+export function concatenate(pieces) {
+  // Int16Array pieces as one
+  const total = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const all = new Int16Array(total);
+  let offset = 0;
+  for (const piece of pieces) { all.set(piece, offset); offset += piece.length; }
+  return all;
+}
+
+export function wavBlob(samples, rate) {
+  // 16-bit mono PCM samples (an Int16Array) as a WAV file: the recording for the player, a voice for the library
+  const header = new DataView(new ArrayBuffer(44));
+  const text = (offset, value) => [...value].forEach((character, index) => header.setUint8(offset + index, character.charCodeAt(0)));
+  text(0, "RIFF"); header.setUint32(4, 36 + samples.length * 2, true); text(8, "WAVE"); text(12, "fmt ");
+  header.setUint32(16, 16, true); header.setUint16(20, 1, true); header.setUint16(22, 1, true); header.setUint32(24, rate, true);
+  header.setUint32(28, rate * 2, true); header.setUint16(32, 2, true); header.setUint16(34, 16, true); text(36, "data");
+  header.setUint32(40, samples.length * 2, true);
+  return new Blob([header, samples.buffer], { type: "audio/wav" });
+}
+
 export function clock(seconds) {
   const whole = Math.max(0, Math.floor(seconds));
   return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
@@ -51,4 +71,5 @@ export function clock(seconds) {
 
 // What the page's parts share beyond the transcript: whether the server wants a key, its limits (GET /ready's
 // MAX_UPLOAD_MB and MAX_AUDIO_SECONDS: a file over them is not sent) and the live session in progress.
-export const session = { authRequired: false, limits: {}, live: null };
+// The recording shown (a File or Blob: the player's source) is kept for cutting voices from (voices.js).
+export const session = { authRequired: false, limits: {}, live: null, recording: null };

@@ -1,10 +1,11 @@
 // The microphone: Record streams it to the live WebSocket route (GET /v1/realtime, OpenAI's Realtime
 // protocol) and shows words and speakers as they become final.
 
-import { $, clock, say, session, showError, state } from "./common.js";
+import { $, clock, concatenate, say, session, showError, state, wavBlob } from "./common.js";
 import { apiKey } from "./auth.js";
 import { attributeWords, render, resetResult, speakerLabels } from "./view.js";
 import { setAudio } from "./player.js";
+import { chosenVoices } from "./voices.js";
 
 const LIVE_RATE = 16000;
 // --- the microphone: the live WebSocket route -------------------------------------------------
@@ -150,7 +151,7 @@ async function startLive() {
     setRecording(false);
     const samples = concatenate(recorded);
     state.duration = samples.length / LIVE_RATE;
-    setAudio(URL.createObjectURL(wavBlob(samples, LIVE_RATE)));
+    setAudio(wavBlob(samples, LIVE_RATE));
     attributeWords();
     render();
     $("live-tail").textContent = "";
@@ -173,6 +174,8 @@ function liveTranscription() {
   const transcription = { model: "whisper-1" };
   const language = $("language").value.trim();
   if (language) transcription.language = language;
+  const voices = chosenVoices();
+  if (voices) transcription.voices = voices;
   return transcription;
 }
 
@@ -203,22 +206,4 @@ function base64(buffer) {
   const bytes = new Uint8Array(buffer);
   for (let index = 0; index < bytes.length; index += 0x8000) binary += String.fromCharCode(...bytes.subarray(index, index + 0x8000));
   return btoa(binary);
-}
-
-function concatenate(pieces) {
-  const total = pieces.reduce((sum, piece) => sum + piece.length, 0);
-  const all = new Int16Array(total);
-  let offset = 0;
-  for (const piece of pieces) { all.set(piece, offset); offset += piece.length; }
-  return all;
-}
-
-function wavBlob(samples, rate) {
-  const header = new DataView(new ArrayBuffer(44));
-  const text = (offset, value) => [...value].forEach((character, index) => header.setUint8(offset + index, character.charCodeAt(0)));
-  text(0, "RIFF"); header.setUint32(4, 36 + samples.length * 2, true); text(8, "WAVE"); text(12, "fmt ");
-  header.setUint32(16, 16, true); header.setUint16(20, 1, true); header.setUint16(22, 1, true); header.setUint32(24, rate, true);
-  header.setUint32(28, rate * 2, true); header.setUint16(32, 2, true); header.setUint16(34, 16, true); text(36, "data");
-  header.setUint32(40, samples.length * 2, true);
-  return new Blob([header, samples.buffer], { type: "audio/wav" });
 }

@@ -3,14 +3,15 @@
 // stream=true for a file (text as pieces finish, then the speakers), and the live WebSocket
 // (GET /v1/realtime, OpenAI's Realtime protocol) for the microphone. No dependencies, no build.
 // ES modules by concern, served as they are: common (state, status, errors), auth (the key), upload
-// (a file), live (the microphone), view (speakers, timeline, transcript; corrections.js), player, and
-// exports; this one starts the page and wires the downloads.
+// (a file), live (the microphone), view (speakers, timeline, transcript; corrections.js), player, voices
+// (the server's voice library) and exports; this one starts the page and wires the downloads.
 
 import "./live.js";
 import "./upload.js";
 import { checkAuth } from "./auth.js";
 import { exportAs } from "./exports.js";
 import { nameOf } from "./view.js";
+import { loadVoices } from "./voices.js";
 import { state } from "./common.js";
 
 // --- taking it away -------------------------------------------------------------------------
@@ -30,4 +31,4 @@ for (const button of document.querySelectorAll("[data-export]")) {
   });
 }
 
-checkAuth();
+checkAuth().then(loadVoices);

@@ -1,13 +1,14 @@
 // The player bound to the words: seeking, the playing word highlighted, the keyboard.
 
-import { $, state } from "./common.js";
+import { $, session, state } from "./common.js";
 import { undo } from "./view.js";
 
-export function setAudio(url) {
+export function setAudio(recording) {
+  // the recording (a File or Blob) to play, and to cut voices from (voices.js: the page's CSP lets it read no blob: URL)
   const player = $("player");
   if (player.dataset.url) URL.revokeObjectURL(player.dataset.url);
-  player.src = url;
-  player.dataset.url = url;
+  session.recording = recording;
+  player.src = player.dataset.url = URL.createObjectURL(recording);
 }
 
 $("player").addEventListener("loadedmetadata", () => {

@@ -5,6 +5,7 @@ import { $, clock, explainStatus, megabytes, say, session, showError, state } fr
 import { apiKey, authHeaders } from "./auth.js";
 import { attributeWords, render, renderTranscript, resetResult, sayDone } from "./view.js";
 import { setAudio } from "./player.js";
+import { chosenVoices } from "./voices.js";
 
 // --- choosing a recording ---------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ async function transcribeFile() {
   transcription = new AbortController();
   startBusy(`Uploading ${chosenFile.name} (${megabytes(chosenFile.size)})…`);
   resetResult(chosenFile.name);
-  setAudio(URL.createObjectURL(chosenFile));
+  setAudio(chosenFile);
   const expected = await mediaDuration($("player"));
   refuseOverLimits(chosenFile, expected);
   const form = new FormData();
@@ -134,6 +135,8 @@ async function transcribeFile() {
     form.append("known_speaker_names[]", speaker.name);
     form.append("known_speaker_references[]", speaker.audio);
   }
+  const voices = chosenVoices();  // the library's people ticked, when not all of them ("" alone: nobody)
+  for (const name of voices ? (voices.length ? voices : [""]) : []) form.append("voices[]", name);
   let response;
   try {
     response = await fetch("v1/audio/transcriptions", { method: "POST", body: form, headers: authHeaders(), signal: transcription.signal });

@@ -4,6 +4,7 @@
 import { $, clock, element, say, session, showError, state } from "./common.js";
 import { History, editTurn, mergeSpeakers, moveTurn, newSpeakerLabel } from "./corrections.js";
 import { seek } from "./player.js";
+import { library, saveVoice } from "./voices.js";
 
 const COLOURS = ["#2456c6", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#be185d", "#4d7c0f", "#475569"];
 const history = new History(); // the corrections made to this result, to undo
@@ -62,9 +63,20 @@ function renderSpeakers() {
     input.dataset.label = label;
     input.addEventListener("change", () => rename(label, input));
     wrapper.append(swatch, input);
+    if (library.enrolment && !session.live && session.recording) {
+      const save = element("button", "save-voice");
+      save.type = "button";
+      save.textContent = "Save voice";
+      save.dataset.label = label;
+      save.setAttribute("aria-label", `Save the voice of ${nameOf(label)} in the voice library`);
+      save.addEventListener("click", () => saveVoice(label, nameOf(label)).catch((error) => showError(error.message)));
+      wrapper.append(save);
+    }
     box.append(wrapper);
   }
 }
+
+document.addEventListener("voices-loaded", renderSpeakers);
 
 function rename(label, input) {
   // a name another speaker has already asks to merge the two: one person, one name
@@ -111,6 +123,9 @@ function showNames() {
   }
   for (const option of document.querySelectorAll(".turn-move option[value]:not([value=''])")) {
     option.textContent = nameOf(option.value);
+  }
+  for (const save of document.querySelectorAll(".save-voice[data-label]")) {
+    save.setAttribute("aria-label", `Save the voice of ${nameOf(save.dataset.label)} in the voice library`);
   }
   for (const play of document.querySelectorAll(".turn-play[data-label]")) {
     play.setAttribute("aria-label", `Play ${nameOf(play.dataset.label)} from ${play.dataset.clock}`);

@@ -1,0 +1,79 @@
+"""The server's voice library over HTTP: ``GET /v1/voices`` and ``POST /v1/voices``.
+
+The library is the one ``speaker-transcripts speakers add`` keeps and ``KNOWN_SPEAKERS_DIR`` points
+the server at: its people are named in every diarized request (``voices[]`` chooses some of them).
+The page lists them to choose who is in a recording, and saves a speaker of a result as a person
+("save this voice as ..."). Only names are ever answered: a voice's embedding stays on the server.
+Enrolment runs through the inference queue like a transcription (the same bounds, timeout and key),
+and a name enrolled again is replaced, as ``speakers add`` replaces it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from speaker_transcripts.config import speaker_name
+from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.server.inference import infer
+from speaker_transcripts.server.middleware import BEARER
+
+router = APIRouter(dependencies=[Depends(BEARER)])  # documents the scheme; HeaderGate checks the key
+
+
+class VoiceName(BaseModel):
+    name: str
+
+
+class VoiceList(BaseModel):
+    """Who is enrolled (names only), and whether this server takes new voices."""
+
+    enrolment: bool = Field(description="whether POST /v1/voices can enrol (KNOWN_SPEAKERS_DIR is set and the pipeline embeds voices)")
+    voices: list[VoiceName]
+
+
+class Enrolment(BaseModel):
+    name: str
+    model: str = Field(description="the diarization model the voice was embedded with")
+
+
+class EnrolmentForm(BaseModel):
+    name: str = Field(description="the person's name, as it should appear in transcripts")
+
+    @field_validator("name")
+    @classmethod
+    def _usable(cls, value: str) -> str:
+        return speaker_name(value)
+
+
+@router.get("/v1/voices", response_model=VoiceList)
+async def voices(request: Request) -> VoiceList:
+    """The people of the server's voice library, by name."""
+    handler = request.app.state.handler
+    library = getattr(handler, "voices", {})
+    enrolment = getattr(handler.settings, "known_speakers_dir", None) is not None and handler.capabilities.embeds_speakers
+    return VoiceList(enrolment=enrolment, voices=[VoiceName(name=name) for name in sorted(library, key=str.casefold)])
+
+
+@router.post("/v1/voices", response_model=Enrolment, status_code=201)
+async def enrol(
+    request: Request,
+    file: Annotated[UploadFile, File(description="a few seconds of this person talking alone (any common audio format)")],
+    name: Annotated[str, Form(description="the person's name, as it should appear in transcripts")],
+) -> JSONResponse:
+    """Save a person's voice in the server's library: every diarized request names them from now on."""
+    try:
+        form = EnrolmentForm(name=name)
+    except ValidationError as error:
+        raise InvalidRequestError(error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")) from None
+    handler = request.app.state.handler
+
+    def enrolled(data: dict[str, Any], should_stop: Any = None, **_: Any) -> dict[str, Any]:
+        voice = handler.enrol(data["name"], data["inputs"], should_stop)
+        return {"name": voice.name, "model": voice.model}
+
+    result = await infer(request, {"name": form.name, "inputs": await file.read()}, work=enrolled)
+    return JSONResponse(Enrolment(**result).model_dump(), status_code=201)
