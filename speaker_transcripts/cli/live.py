@@ -21,6 +21,7 @@ import base64
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
-from speaker_transcripts.live.events import Backlog, LiveEvent, TranscriptFailed
+from speaker_transcripts.live.events import Backlog, LiveEvent, TranscriptDelta, TranscriptFailed
 from speaker_transcripts.live.transcript import LiveTranscript
 from speaker_transcripts.output.formats import render
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
@@ -246,16 +247,52 @@ def backlog_line(event: Backlog) -> str:
     return f"live: the server is {event.seconds:.0f} s behind (busy); words come late, interim ones fewer, until it catches up"
 
 
+class HeardLine:
+    """On a terminal, the words heard so far of the turn being spoken, on one line rewritten in place
+    (its end, when it is wider than the terminal) until the turn's final lines replace it; a pipe or a
+    file gets the final lines alone."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.text = ""
+
+    def add(self, words: str) -> None:
+        self.text += words
+        width = max(shutil.get_terminal_size().columns - 3, 10)
+        self.stream.write(f"\r\x1b[K… {self.text.strip()[-width:]}")
+        self.stream.flush()
+
+    def hide(self) -> None:
+        """Off the line for another line to be printed; the next words show it again, whole."""
+        if self.text:
+            self.stream.write("\r\x1b[K")
+
+    def clear(self) -> None:
+        """The turn's final lines came: its words heard are done with."""
+        self.hide()
+        self.text = ""
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     transcript = LiveTranscript()
+    heard = HeardLine(sys.stdout) if sys.stdout.isatty() else None
 
     def show(event: LiveEvent) -> None:
+        if isinstance(event, TranscriptDelta):
+            if heard is not None:
+                heard.add(event.delta)
+            return
+        line = transcript.line_for(event)
+        if heard is not None and (line is not None or isinstance(event, TranscriptFailed)):
+            heard.clear()
+        elif heard is not None and isinstance(event, Backlog):
+            heard.hide()
         if isinstance(event, TranscriptFailed):
             print(f"live: a turn could not be transcribed: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, Backlog):
             print(backlog_line(event), file=sys.stderr, flush=True)
-        elif (line := transcript.line_for(event)) is not None:
+        elif line is not None:
             print(line, flush=True)
 
     pieces = microphone_pieces(open_microphone(arguments.mic)) if arguments.mic else file_pieces(arguments.file, arguments.speed)

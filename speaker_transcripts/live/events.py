@@ -3,8 +3,11 @@
 Times are on the session's clock: seconds (or milliseconds, where OpenAI counts them) from the
 first sample the client sent. An item is one turn of speech: it starts (``SpeechStarted``), stops
 (``SpeechStopped``), is committed (``Committed``), and its text arrives as ``TranscriptDelta``s
-while it is spoken, in ``TranscriptSegment``s with a speaker each once diarization has covered
-them, and whole in ``TranscriptCompleted`` (or ``TranscriptFailed``).
+while it is spoken (interim: decoded from what has been heard so far), then final, in
+``TranscriptSegment``s with a speaker each, and whole in ``TranscriptCompleted`` (or
+``TranscriptFailed``). The final text is the turn decoded once more, whole, at its end: it may
+differ from the deltas joined, as other streaming services' final results differ from their
+interim ones; a client shows the deltas while the turn is spoken and replaces them with it.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ class Cleared:
 
 @dataclass(frozen=True)
 class TranscriptDelta:
-    """Words that became final; joined in order, an item's deltas are its transcript. ``ends``: where
-    each of its words ends on the session clock (for measuring how soon words arrive)."""
+    """Words as they are heard, never repeated: joined in order, an item's deltas are its interim text
+    (its final text is in its segments and ``TranscriptCompleted``). ``ends``: where each of its words
+    ends on the session clock (for measuring how soon words arrive)."""
 
     item_id: str
     delta: str
@@ -47,7 +51,7 @@ class TranscriptDelta:
 
 @dataclass(frozen=True)
 class TranscriptSegment:
-    """A sentence-sized run of one speaker's final words; its speaker never changes once sent."""
+    """A sentence-sized run of one speaker's final words; neither its words nor its speaker change once sent."""
 
     item_id: str
     id: str

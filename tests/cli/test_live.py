@@ -115,3 +115,22 @@ def test_no_server_and_a_busy_server_are_told_apart_from_a_lost_one(live_handler
     busy = r"as many live sessions as it takes \(LIVE_MAX_SESSIONS\); try again later"
     with serving(create_app(lambda: live_handler, settings), settings) as base_url, pytest.raises(SystemExit, match=busy):
         live.main([SAMPLE, "--url", base_url])
+
+
+def test_on_a_terminal_the_words_heard_show_on_one_line_until_the_final_lines_replace_it(monkeypatch):
+    import io
+    import os
+
+    monkeypatch.setattr(live.shutil, "get_terminal_size", lambda: os.terminal_size((20, 24)))
+    screen = io.StringIO()
+    heard = live.HeardLine(screen)
+    heard.add(" The Icework")
+    heard.add(" did the design team")
+    assert screen.getvalue().endswith("\r\x1b[K… d the design team")  # the line's end, as wide as the terminal
+    heard.hide()
+    assert screen.getvalue().endswith("\r\x1b[K") and heard.text  # off the line for a notice, kept
+    heard.clear()
+    assert heard.text == ""
+    before = screen.getvalue()
+    heard.clear()
+    assert screen.getvalue() == before  # nothing shown: nothing to take off the line

@@ -52,13 +52,40 @@ def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_or
         assert kinds[0] is SpeechStarted and kinds[-1] is TranscriptCompleted
         assert kinds.index(SpeechStopped) < kinds.index(Committed) < kinds.index(TranscriptCompleted)
         completed = item_events[-1]
-        deltas = "".join(event.delta for event in item_events if isinstance(event, TranscriptDelta))
-        assert deltas == completed.transcript  # the deltas are the transcript, nothing sent twice or lost
+        assert all(event.delta.strip() for event in item_events if isinstance(event, TranscriptDelta))
         segments = [event for event in item_events if isinstance(event, TranscriptSegment)]
         assert "".join(segment.text for segment in segments).replace(" ", "") == completed.transcript.replace(" ", "")
         assert all(segment.speaker for segment in segments) and [s.start for s in segments] == sorted(s.start for s in segments)
         started, stopped = item_events[0], next(event for event in item_events if isinstance(event, SpeechStopped))
         assert 0 <= started.audio_start_ms < stopped.audio_end_ms <= len(conversation) * 1000 // RATE
+
+
+def test_a_turns_final_text_is_its_whole_decode_not_its_deltas(live_handler, conversation, monkeypatch):
+    """Deltas come from decodes of a turn's growing prefix; its final text (its segments, ``completed``, the
+    next turn's prompt) is the decode of the whole turn at its end, which hears every word with what follows."""
+    from speaker_transcripts.pipeline.transcript import Chunk, joined_text
+
+    finals: list[str] = []
+
+    def decode(self, start, end, final):
+        """A word every 0.3 s of the buffer: the same ones in every interim decode (so they agree), others at the end."""
+        self.item.last_decoded = end
+        kind = "final" if final else "interim"
+        words = [Chunk(f" {kind}{index}", at, at + 0.25) for index, at in enumerate(np.arange(start / RATE, end / RATE - 0.25, 0.3))]
+        if final:
+            finals.append(joined_text(words))
+        return words
+
+    monkeypatch.setattr(LiveSession, "_decode", decode)
+    session = LiveSession(live_handler, LiveConfig(language="en"))
+    items = list(by_item(stream(session, conversation) + session.close()).values())
+    assert len(items) == len(finals) == 2 and all(finals)
+    for item_events, final in zip(items, finals, strict=True):
+        deltas = [event.delta for event in item_events if isinstance(event, TranscriptDelta)]
+        assert deltas and deltas[0].startswith("interim0")  # interim words went out while the turn was spoken
+        assert item_events[-1].transcript == final
+        assert " ".join(event.text for event in item_events if isinstance(event, TranscriptSegment)) == final
+    assert session._prompt(session.audio.end).endswith(finals[-1][-60:])  # the next turn hears the final words, not the deltas
 
 
 def test_the_turns_do_not_depend_on_how_the_audio_was_cut(live_handler, conversation):
@@ -170,7 +197,7 @@ def test_a_decode_never_waits_for_the_diarizer_and_the_turn_end_does(live_handle
 
 def test_a_session_behind_sheds_interim_decodes_and_keeps_every_turn_whole(live_handler, conversation, monkeypatch):
     """``shedding`` (set by the server while the session is behind): a decode every ``SHED_STEP_S`` of new
-    audio instead of every ``MIN_STEP_S``, and still each turn complete, its deltas its transcript."""
+    audio instead of every ``MIN_STEP_S``, and still each turn complete, with its deltas and its final text."""
     finals: dict[bool, list[bool]] = {}
     real_decode = LiveSession._decode
 
@@ -187,8 +214,8 @@ def test_a_session_behind_sheds_interim_decodes_and_keeps_every_turn_whole(live_
         items = by_item(stream(session, conversation) + session.close())
         assert len(items) == 2
         for item_events in items.values():
-            deltas = "".join(event.delta for event in item_events if isinstance(event, TranscriptDelta))
-            assert isinstance(item_events[-1], TranscriptCompleted) and deltas == item_events[-1].transcript
+            assert isinstance(item_events[-1], TranscriptCompleted) and item_events[-1].transcript
+            assert any(isinstance(event, TranscriptDelta) for event in item_events)
         finals[shedding] = decodes
     assert finals[True].count(True) == finals[False].count(True) == 2, "each turn's final decode is kept"
     assert 0 < finals[True].count(False) < finals[False].count(False) / 2, "interim decodes shed"

@@ -94,9 +94,10 @@ def test_the_openai_client_streams_a_conversation_and_gets_turns_words_and_speak
         assert order[0] == "speech_started" and order[-1] == "completed"
         assert order.index("speech_stopped") < order.index("committed") < order.index("completed")
         completed = of_item[-1]
-        assert "".join(event.delta for event in of_item if event.type.endswith(".delta")) == completed.transcript
+        assert all(event.delta.strip() for event in of_item if event.type.endswith(".delta"))
         segments = [event for event in of_item if event.type.endswith(".segment")]
         assert segments and all(segment.speaker and segment.start <= segment.end for segment in segments)
+        assert " ".join(segment.text for segment in segments) == completed.transcript  # the final text, with its speakers
         assert completed.usage.type == "duration" and completed.usage.seconds > 0
 
 
