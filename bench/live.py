@@ -104,7 +104,7 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True) -
             continue
         if (report := watch.observe((time.monotonic() - started) * speed - fed / 16000)) is not None:
             reports.append(report)
-        session.shedding = shed and watch.behind
+        session.shedding = shed and watch.shedding
         chunk = np.concatenate(batch)
         fed += len(chunk)
         backlog_peak = max(backlog_peak, (time.monotonic() - started) * speed - fed / 16000)

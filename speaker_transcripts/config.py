@@ -159,7 +159,8 @@ class ServerSettings(BaseSettings):
     # Live sessions (GET /v1/realtime, server/routers/realtime.py): how many at once, how long one may
     # go without a client event and in all, the largest WebSocket frame, and the audio a session may
     # have received but not yet processed before the server stops reading its socket.
-    live_max_sessions: int = Field(default=1, ge=0, le=256)  # one keeps real time on 2 CPU cores (docs/performance.md)
+    # Two with speakers keep real time on 2 CPU cores (bench/live.py: 1.04-1.07 x, docs/performance.md round seven).
+    live_max_sessions: int = Field(default=2, ge=0, le=256)
     live_idle_timeout_s: float = Field(default=60.0, gt=0)
     live_max_session_s: float = Field(default=4 * 3600.0, gt=0)
     live_max_frame_kb: int = Field(default=1024, ge=16, le=16 * 1024)

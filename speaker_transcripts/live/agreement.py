@@ -15,7 +15,7 @@ that end before the last committed word's end are dropped, and where the hypothe
 ``NGRAM_WINDOW_S`` of the commit point with up to ``MAX_NGRAM`` words already committed (a word
 that straddles the commit time), those are dropped too (``HypothesisBuffer.insert``).
 
-A word far enough from the end of the audio a decode heard is final after that one decode
+A word far enough from the end of the audio a decode heard is committed after that one decode
 (AlignAtt, Simul-Whisper / SimulStreaming: decoding stops where the alignment heads' attention
 reaches the last frames, and what came before is committed): ``update(hypothesis, heard_until)``
 also commits the hypothesis' words up to the first that ends within ``SETTLED_S`` of
@@ -37,8 +37,10 @@ OVERLAP_TOLERANCE_S = 0.1
 NGRAM_WINDOW_S = 1.0
 MAX_NGRAM = 5
 # A word ending this long before the end of the audio heard is settled (AlignAtt's frame threshold:
-# SimulStreaming stops 25 frames = 0.5 s before the end; 0.5 here: the same latency, more words wrong on bench/live.py).
-SETTLED_S = 1.0
+# SimulStreaming stops 25 frames = 0.5 s before the end). 1.0 s while the deltas were the final text (0.5 cost
+# about three words of 139 on bench/live.py); a turn's final text is now its own decode (session.py), and 0.5
+# took the word latency from p50 1.78 / p90 2.68 s to 1.58 / 2.42 s (with speakers, scratch timing of both dev conversations).
+SETTLED_S = 0.5
 
 
 def _spelled(word: Chunk) -> str:

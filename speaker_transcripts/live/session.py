@@ -8,20 +8,21 @@ prompt) every ``MIN_STEP_S`` of new audio, or as soon as the last decode is done
 slower than that (every ``SHED_STEP_S`` while the session is behind, ``shedding``). A decode is sized to its buffer: the encoder reads the buffer and a margin, not
 30 s (``models/encoder_window.py``), the token budget is the buffer's, and an interim hypothesis
 that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
-words two decodes agree on, and the words that end a second or more before the audio heard
+words two decodes agree on, and the words that end half a second or more before the audio heard
 (AlignAtt's rule) and sends them as deltas. When the turn stops, its audio is decoded once more,
 whole, with the final text before it as the prompt, and that decode is the turn's final text: the
 deltas were decoded from growing prefixes of the turn, and a word at the start of a short prefix is
 often misheard ("The Icework" for "Nice work"; 18.6 % WER for the deltas joined, 14.5 % for the
 final decode, ``bench/live_finals.py``). The decoded buffer is cut at the last sentence end sent
 once it passes ``TRIM_S`` (at the last word sent past ``FORCE_TRIM_S``), so a decode costs the same
-in the first minute and the sixtieth; the words before a cut are final as sent.
+in the first minute and the sixtieth; the stretch cut off is decoded once more, whole, for its final text.
 
 Speakers come from ``speakers.LiveDiarizer``, whose steps run beside the decodes on the other core
 and are never waited for (only a turn's end waits, for its last segments); final words are labelled
 by the file path's ``diarization.word_speakers`` once the timeline is final over them, and sent as
 sentence-sized ``TranscriptSegment``s (``transcript.segment_ranges``) that never change: the words
-cut off a long turn's buffer as soon as the timeline covers them, the rest at the turn's end.
+cut off a long turn's buffer (decoded once more, whole, when it is cut) as soon as the timeline
+covers them, the rest at the turn's end.
 """
 
 from __future__ import annotations
@@ -263,17 +264,20 @@ class LiveSession:
         self.previous_item_id, self.item = item.id, None
         return events
 
-    def _finish(self, item: _Item, heard: list[Chunk]) -> None:
-        """The turn's final words: what was cut off the buffer, then the final decode of the rest (the
-        whole turn, up to ``TRIM_S``), which hears each word with all the audio around it; the deltas
-        were decoded from growing prefixes of it ("The Icework" where the whole turn says "Nice work!").
-        A final decode that heard nothing keeps the deltas. The prompt of the turns after it is made
-        of these words, not the deltas."""
-        cut = item.buffer_start / SAMPLING_RATE
-        words = heard or [word for word in item.words if word.end > cut]
-        while self.context and self.context[-1].end > cut and self.context[-1].start >= item.start / SAMPLING_RATE:
-            self.context.pop()
-        self.context.extend(words)
+    def _finish(self, item: _Item, heard: list[Chunk], end: int | None = None) -> None:
+        """The turn's final words from ``item.buffer_start`` to ``end`` (None: its end): the final decode
+        of that stretch (``heard``), which hears each word with all the audio around it; the deltas were
+        decoded from growing prefixes of it ("The Icework" where the whole turn says "Nice work!"). A
+        final decode that heard nothing keeps the deltas. The prompts after it are made of these words."""
+        start = item.buffer_start / SAMPLING_RATE
+        stop = math.inf if end is None else end / SAMPLING_RATE + 1e-6
+
+        def replaced(word: Chunk) -> bool:  # a delta of this stretch
+            return word.start >= item.start / SAMPLING_RATE and start < word.end <= stop
+
+        words = heard or [word for word in item.words if replaced(word)]
+        self.context = deque(sorted([*(word for word in self.context if not replaced(word)), *words], key=lambda word: word.end),
+                             maxlen=self.context.maxlen)
         item.final.extend(words)
 
     def _step(self) -> list[LiveEvent]:
@@ -378,7 +382,12 @@ class LiveSession:
         else:
             return []
         cut_at = max(item.buffer_start, int(cut * SAMPLING_RATE))
-        item.final.extend(word for word in item.words if item.buffer_start / SAMPLING_RATE < word.end <= cut_at / SAMPLING_RATE + 1e-6)
+        if cut_at > item.buffer_start:  # the stretch cut off is decoded once more, whole: its final words
+            decoded_to = item.last_decoded
+            with self.models.exclusive():
+                heard = self._decode(item.buffer_start, cut_at, final=True)
+            item.last_decoded = decoded_to
+            self._finish(item, [word for word in heard if word.text.strip()], cut_at)
         item.buffer_start = cut_at
         return events
 

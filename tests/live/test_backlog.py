@@ -26,3 +26,12 @@ def test_a_session_on_the_edge_does_not_flap():
     said = [watch.observe(lag) for lag in (4.1, 3.0, 4.2, 2.5, 4.0)]
     assert said == [Backlog(4.1, True), None, None, None, None]
     assert watch.behind
+
+
+def test_interim_decodes_are_shed_from_a_lag_too_small_to_report_until_it_is_caught_up():
+    watch = LagWatch()
+    shed = []
+    for lag in (1.0, 1.9, 2.5, 3.0, 1.6, 1.4, 1.8):
+        assert watch.observe(lag) is None  # never reported: under BEHIND_S
+        shed.append(watch.shedding)
+    assert shed == [False, False, True, True, True, False, False]

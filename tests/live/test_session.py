@@ -60,23 +60,45 @@ def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_or
         assert 0 <= started.audio_start_ms < stopped.audio_end_ms <= len(conversation) * 1000 // RATE
 
 
-def test_a_turns_final_text_is_its_whole_decode_not_its_deltas(live_handler, conversation, monkeypatch):
-    """Deltas come from decodes of a turn's growing prefix; its final text (its segments, ``completed``, the
-    next turn's prompt) is the decode of the whole turn at its end, which hears every word with what follows."""
+def marked_decodes(monkeypatch) -> list[str]:
+    """Whisper stood in for by a word every 0.3 s of the buffer (a sentence every ten): the same words in every
+    interim decode (so they agree), ``finalN`` in a final decode; the texts of the final decodes, in order."""
     from speaker_transcripts.pipeline.transcript import Chunk, joined_text
 
     finals: list[str] = []
 
     def decode(self, start, end, final):
-        """A word every 0.3 s of the buffer: the same ones in every interim decode (so they agree), others at the end."""
         self.item.last_decoded = end
         kind = "final" if final else "interim"
-        words = [Chunk(f" {kind}{index}", at, at + 0.25) for index, at in enumerate(np.arange(start / RATE, end / RATE - 0.25, 0.3))]
+        times = np.arange(start / RATE, end / RATE - 0.25, 0.3)
+        words = [Chunk(f" {kind}{index}{'.' if index % 10 == 9 else ''}", at, at + 0.25) for index, at in enumerate(times)]
         if final:
             finals.append(joined_text(words))
         return words
 
     monkeypatch.setattr(LiveSession, "_decode", decode)
+    return finals
+
+
+def test_a_long_turns_stretches_cut_off_the_buffer_are_each_decoded_whole_for_their_final_text(live_handler, speech_wav, monkeypatch):
+    """A turn longer than ``TRIM_S`` (one commit at the end of 40 s): each stretch cut off the decoded buffer is
+    decoded once more, whole, and the turn's final text is those decodes and the last one, in order."""
+    finals = marked_decodes(monkeypatch)
+    speech = decode_file(speech_wav).samples
+    session = LiveSession(live_handler, LiveConfig(language="en", turn_detection=None))
+    events = stream(session, np.tile(speech, int(np.ceil(40 * RATE / len(speech))))) + session.commit()
+    completed = [event for event in events if isinstance(event, TranscriptCompleted)]
+    assert len(completed) == 1 and len(finals) >= 3  # two cuts at least, and the turn's end
+    assert completed[0].transcript == " ".join(finals)
+    assert " ".join(event.text for event in events if isinstance(event, TranscriptSegment)) == completed[0].transcript
+    assert "interim" in "".join(event.delta for event in events if isinstance(event, TranscriptDelta))
+
+
+def test_a_turns_final_text_is_its_whole_decode_not_its_deltas(live_handler, conversation, monkeypatch):
+    """Deltas come from decodes of a turn's growing prefix; its final text (its segments, ``completed``, the
+    next turn's prompt) is the decode of the whole turn at its end, which hears every word with what follows."""
+
+    finals = marked_decodes(monkeypatch)
     session = LiveSession(live_handler, LiveConfig(language="en"))
     items = list(by_item(stream(session, conversation) + session.close()).values())
     assert len(items) == len(finals) == 2 and all(finals)

@@ -388,7 +388,7 @@ class Connection:
                 return [Cleared()] if kind == "clear" else []
             self.session = LiveSession(self.handler, self._live_config(), new_id=new_id, should_stop=self.stopped.is_set)
         session = self.session
-        session.shedding = self.lag.behind  # behind: fewer interim decodes until it has caught up
+        session.shedding = self.lag.shedding  # late: fewer interim decodes until it has caught up
         open_item = session.item.id if session.item is not None else None
         actions: dict[str, Callable[[], list[LiveEvent]]] = {
             "audio": lambda: session.append(value), "commit": session.commit, "clear": session.clear, "close": session.close,
