@@ -259,8 +259,7 @@ class LiveSession:
         events += self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
         self._finish(item, [word for word in heard if word.text.strip()])
         events += self._segments(item, end, final=True)
-        text = joined_text(item.final) if item.final else ""
-        events.append(TranscriptCompleted(item.id, text, round((end - item.start) / SAMPLING_RATE, 3), item.start / SAMPLING_RATE, end / SAMPLING_RATE))
+        events.append(TranscriptCompleted(item.id, joined_text(item.final), round((end - item.start) / SAMPLING_RATE, 3), item.start / SAMPLING_RATE, end / SAMPLING_RATE))
         self.previous_item_id, self.item = item.id, None
         return events
 

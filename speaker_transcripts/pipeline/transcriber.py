@@ -286,12 +286,17 @@ class Transcriber:
         with self._lock:
             yield
 
+    def _embedder(self, what_needs: str) -> Callable[[np.ndarray], np.ndarray]:
+        """The pipeline's speaker embedder, or a 400 saying that ``what_needs`` one."""
+        embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
+        if embed is None:
+            raise InvalidRequestError(f"{what_needs} a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
+        return embed
+
     def voice_embeddings(self, speakers: Sequence[KnownSpeaker]) -> dict[str, np.ndarray]:
         """Each known speaker's voice as the diarization pipeline embeds speakers: the clip decoded
         and checked like a request's (``InvalidRequestError`` naming the speaker), cut to its speech."""
-        embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
-        if embed is None:
-            raise InvalidRequestError("known speakers need a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
+        embed = self._embedder("known speakers need")
         clips = {speaker.name: enrolment_speech(speaker.name, speaker.audio, self.speech_gate) for speaker in speakers}
         with self._lock:
             return {name: embed(clip) for name, clip in clips.items()}
@@ -350,9 +355,7 @@ class Transcriber:
         name them in every request from now on; the clip is checked and cut to its speech as a known speaker's is."""
         if self.settings.known_speakers_dir is None:
             raise InvalidRequestError("this server keeps no voice library: start it with KNOWN_SPEAKERS_DIR set to a folder")
-        embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
-        if embed is None:
-            raise InvalidRequestError("enrolling a voice needs a diarization pipeline with a speaker-embedding model (a pyannote pipeline)")
+        embed = self._embedder("enrolling a voice needs")
         library = VoiceLibrary(self.settings.known_speakers_dir)
         library.check_writable()
         speech = enrolment_speech(name, audio, self.speech_gate, should_stop)

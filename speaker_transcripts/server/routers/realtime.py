@@ -201,7 +201,6 @@ class Connection:
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
         self.voices: dict[str, Any] = {}  # known speakers' embeddings, made when they are set
-        self.chosen: list[str] | None = None  # the voice library's people chosen (``voices``), as enrolled; None: all
         self.expires_at = time.time() + settings.live_max_session_s
         self.inbox: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
         self.read_rate = self.settings.rate  # the rate of the audio being read: for the backlog's seconds only
@@ -419,16 +418,15 @@ class Connection:
         settings = settings.model_copy(update={"language": config.language, "voices": config.voices})
         if self.session is None:
             self.voices = self.handler.voice_embeddings(settings.known_speakers) if settings.known_speakers else {}
-            self.chosen = None if config.voices is None else self.handler.chosen_voices(config.voices)
+            self.handler.chosen_voices(config.voices)  # a name not enrolled: an error event now, not at the first audio
         self.settings = settings
         if self.session is not None:
             self.session.update(self._live_config())
 
     def _live_config(self) -> LiveConfig:
         diarize = self.settings.diarize if self.settings.diarize is not None else self.handler.capabilities.has_diarization
-        library = getattr(self.handler, "library", {})
-        chosen = {name: library[name] for name in self.chosen if name in library} if self.chosen is not None else library
-        known = {**chosen, **self.voices}  # the voice library's people (those chosen), then the session's
+        library = self.handler.library_for(False, self.handler.chosen_voices(self.settings.voices))
+        known = {**library, **self.voices}  # the voice library's people (those chosen), then the session's
         return LiveConfig(language=self.settings.language, prompt=self.settings.prompt, turn_detection=self.settings.turn_detection,
                           diarize=bool(diarize), known_speakers=known)
 

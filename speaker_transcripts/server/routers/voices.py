@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field
 
 from speaker_transcripts.config import speaker_name
 from speaker_transcripts.errors import InvalidRequestError
@@ -40,15 +40,6 @@ class Enrolment(BaseModel):
     model: str = Field(description="the diarization model the voice was embedded with")
 
 
-class EnrolmentForm(BaseModel):
-    name: str = Field(description="the person's name, as it should appear in transcripts")
-
-    @field_validator("name")
-    @classmethod
-    def _usable(cls, value: str) -> str:
-        return speaker_name(value)
-
-
 @router.get("/v1/voices", response_model=VoiceList)
 async def voices(request: Request) -> VoiceList:
     """The people of the server's voice library, by name."""
@@ -66,14 +57,14 @@ async def enrol(
 ) -> JSONResponse:
     """Save a person's voice in the server's library: every diarized request names them from now on."""
     try:
-        form = EnrolmentForm(name=name)
-    except ValidationError as error:
-        raise InvalidRequestError(error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")) from None
+        name = speaker_name(name)  # as a known speaker's name is checked
+    except ValueError as error:
+        raise InvalidRequestError(str(error)) from None
     handler = request.app.state.handler
 
     def enrolled(data: dict[str, Any], should_stop: Any = None, **_: Any) -> dict[str, Any]:
         voice = handler.enrol(data["name"], data["inputs"], should_stop)
         return {"name": voice.name, "model": voice.model}
 
-    result = await infer(request, {"name": form.name, "inputs": await file.read()}, work=enrolled)
+    result = await infer(request, {"name": name, "inputs": await file.read()}, work=enrolled)
     return JSONResponse(Enrolment(**result).model_dump(), status_code=201)
