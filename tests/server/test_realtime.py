@@ -17,6 +17,7 @@ import pytest
 import websockets
 from servers import serving
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.pipeline.audio import decode_file
@@ -60,10 +61,13 @@ def ws_url(base_url: str, query: str = "?intent=transcription") -> str:
 
 async def events_until(socket, last_type: str, count: int = 1, guard_s: float = 120.0) -> list[dict]:
     """Events received until ``count`` of ``last_type`` came (the guard turns a hang into a failure)."""
-    received = []
-    async with asyncio.timeout(guard_s):
-        while sum(event["type"] == last_type for event in received) < count:
-            received.append(json.loads(await socket.recv()))
+    received: list[dict] = []
+    try:
+        async with asyncio.timeout(guard_s):
+            while sum(event["type"] == last_type for event in received) < count:
+                received.append(json.loads(await socket.recv()))
+    except (TimeoutError, ConnectionClosed) as error:  # say what came before it ended
+        raise AssertionError(f"{error!r} after {[(event['type'], event.get('error')) for event in received]}") from error
     return received
 
 
@@ -97,7 +101,9 @@ def test_the_openai_client_streams_a_conversation_and_gets_turns_words_and_speak
         assert all(event.delta.strip() for event in of_item if event.type.endswith(".delta"))
         segments = [event for event in of_item if event.type.endswith(".segment")]
         assert segments and all(segment.speaker and segment.start <= segment.end for segment in segments)
-        assert " ".join(segment.text for segment in segments) == completed.transcript  # the final text, with its speakers
+        # the final text, with its speakers (a segment may begin inside what Whisper spelled as one
+        # word, as the random test model's pieces do, so spacing at the seams is not compared)
+        assert "".join("".join(segment.text for segment in segments).split()) == "".join(completed.transcript.split())
         assert completed.usage.type == "duration" and completed.usage.seconds > 0
 
 
