@@ -248,16 +248,27 @@ def backlog_line(event: Backlog) -> str:
 
 
 class HeardLine:
-    """On a terminal, the words heard so far of the turn being spoken, on one line rewritten in place
-    (its end, when it is wider than the terminal) until the turn's final lines replace it; a pipe or a
+    """On a terminal, the words heard so far of the turns not final yet, on one line rewritten in place
+    (its end, when it is wider than the terminal) until each turn's final lines replace its words (a
+    turn's final text comes a few seconds after it stopped, while the next one is heard); a pipe or a
     file gets the final lines alone."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
-        self.text = ""
+        self.turns: dict[str, str] = {}  # item id -> its words heard, in the order the turns began
 
-    def add(self, words: str) -> None:
-        self.text += words
+    @property
+    def text(self) -> str:
+        return "".join(self.turns.values())
+
+    def add(self, item_id: str, words: str) -> None:
+        self.turns[item_id] = self.turns.get(item_id, "") + words
+        self.show()
+
+    def show(self) -> None:
+        """The words heard on the line (nothing when there are none)."""
+        if not self.text.strip():
+            return
         width = max(shutil.get_terminal_size().columns - 3, 10)
         self.stream.write(f"\r\x1b[K… {self.text.strip()[-width:]}")
         self.stream.flush()
@@ -267,10 +278,11 @@ class HeardLine:
         if self.text:
             self.stream.write("\r\x1b[K")
 
-    def clear(self) -> None:
-        """The turn's final lines came: its words heard are done with."""
+    def clear(self, item_id: str) -> None:
+        """That turn's final lines came: its words heard are done with (the lines are printed after
+        this, then ``show`` puts the other turns' words back)."""
         self.hide()
-        self.text = ""
+        self.turns.pop(item_id, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,11 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     def show(event: LiveEvent) -> None:
         if isinstance(event, TranscriptDelta):
             if heard is not None:
-                heard.add(event.delta)
+                heard.add(event.item_id, event.delta)
             return
         line = transcript.line_for(event)
         if heard is not None and (line is not None or isinstance(event, TranscriptFailed)):
-            heard.clear()
+            heard.clear(event.item_id)  # type: ignore[union-attr]
         elif heard is not None and isinstance(event, Backlog):
             heard.hide()
         if isinstance(event, TranscriptFailed):
@@ -294,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             print(backlog_line(event), file=sys.stderr, flush=True)
         elif line is not None:
             print(line, flush=True)
+        if heard is not None and (line is not None or isinstance(event, TranscriptFailed | Backlog)):
+            heard.show()  # the words of turns not final yet, back under what was just printed
 
     pieces = microphone_pieces(open_microphone(arguments.mic)) if arguments.mic else file_pieces(arguments.file, arguments.speed)
     try:

@@ -9,11 +9,14 @@ slower than that (every ``SHED_STEP_S`` while the session is behind, ``shedding`
 30 s (``models/encoder_window.py``), the token budget is the buffer's, and an interim hypothesis
 that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
 words two decodes agree on, and the words that end half a second or more before the audio heard
-(AlignAtt's rule) and sends them as deltas. When the turn stops, its audio is decoded once more,
-whole, with the final text before it as the prompt, and that decode is the turn's final text: the
-deltas were decoded from growing prefixes of the turn, and a word at the start of a short prefix is
-often misheard ("The Icework" for "Nice work"; 18.6 % WER for the deltas joined, 14.5 % for the
-final decode, ``bench/live_finals.py``). The decoded buffer is cut at the last sentence end sent
+(AlignAtt's rule) and sends them as deltas; when the turn stops, the words its last decode heard go out
+at once. Its final text is its audio decoded once more, whole, with the final text before it as the
+prompt and ``LOOKAHEAD_S`` of the audio after it (the words that start before the next turn kept),
+once that audio has come: the deltas were decoded from growing prefixes of the turn, and a word at
+the start of a short prefix, or at the very end of the audio heard, is often misheard ("The Icework"
+for "Nice work"; 18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end,
+11.5 % with 3 s of what follows, ``bench/live_finals.py``). A turn the client commits, or the session
+ends, is decoded for its final text at once. The decoded buffer is cut at the last sentence end sent
 once it passes ``TRIM_S`` (at the last word sent past ``FORCE_TRIM_S``), so a decode costs the same
 in the first minute and the sixtieth; the stretch cut off is decoded once more, whole, for its final text.
 
@@ -70,6 +73,10 @@ MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode nev
 PROMPT_CHARS = 200  # recent final text given to Whisper as what was said before (whisper_streaming's 200)
 KEEP_BEFORE_S = 2.0  # audio kept before a turn can start (prefix padding)
 MIN_COMMIT_S = 0.1  # OpenAI's: a commit of less audio is an error
+# A turn the turn detector stopped gets its final decode once this much audio after its end has come
+# (``LiveConfig.lookahead_s``): Whisper hears its last words with what follows them (bench/live_finals.py:
+# 14.5 -> 11.5 % WER; 1.5 s: 13.5 %, 2 s: 13.1 %).
+LOOKAHEAD_S = 3.0
 # A decode's token budget is its buffer's (asr.token_budget) up to this; a longer buffer keeps this
 # one's 315 tokens, so that the budget and a 200-character prompt fit Whisper's 448 positions.
 BUDGETED_S = 20
@@ -96,6 +103,7 @@ class LiveConfig:
     turn_detection: TurnDetection | None = field(default_factory=TurnDetection)
     diarize: bool = True
     known_speakers: Mapping[str, np.ndarray] = field(default_factory=dict)  # name -> voice embedding
+    lookahead_s: float = LOOKAHEAD_S  # 0: a stopped turn's final decode at its end, nothing after it heard
 
 
 class SessionAudio:
@@ -136,6 +144,16 @@ class SessionAudio:
                 self.start += cut
 
 
+class NothingToCommit(InvalidRequestError):
+    """A commit with no audio since the last one (OpenAI's error). A turn that had stopped and was
+    waiting for what follows it is final now all the same: its events come before the error, so a
+    client that commits at its end and stops at the error has every turn."""
+
+    def __init__(self, message: str, settled: list[LiveEvent]) -> None:
+        super().__init__(message)
+        self.settled = settled
+
+
 @dataclass
 class _Item:
     id: str
@@ -145,6 +163,7 @@ class _Item:
     words: list[Chunk] = field(default_factory=list)  # words sent as deltas (interim)
     text: str = ""  # the deltas joined
     final: list[Chunk] = field(default_factory=list)  # the turn's final words: cut off the buffer, then its final decode
+    end: int = 0  # the turn's last sample, once it stopped
     sent: int = 0  # final words already sent in segments
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
 
@@ -174,6 +193,7 @@ class LiveSession:
         self.last_speech = 0  # end of the latest window Silero heard speech in
         self.windows = 0  # windows Silero has scored
         self.item: _Item | None = None
+        self.settling: _Item | None = None  # a stopped turn waiting for LOOKAHEAD_S of audio before its final decode
         self.previous_item_id: str | None = None
         self.language = config.language
         self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
@@ -218,14 +238,17 @@ class LiveSession:
         elif self.item is None and len(samples):
             events += self._open(first, announced=False)
         events += self._step()
+        if self.settling is not None and self.audio.end >= self.settling.end + self.config.lookahead_s * SAMPLING_RATE:
+            events += self._settle()  # after the open turn's words: what is being said first
         self._drop_old_audio()
         return events
 
     def commit(self) -> list[LiveEvent]:
         """The client's ``input_audio_buffer.commit``: the turn so far is final now."""
         if self.item is None or self.audio.end - self.item.start < MIN_COMMIT_S * SAMPLING_RATE:
-            raise InvalidRequestError(
-                f"the input audio buffer holds less than {MIN_COMMIT_S * 1000:g} ms of audio since the last commit; nothing to commit"
+            raise NothingToCommit(
+                f"the input audio buffer holds less than {MIN_COMMIT_S * 1000:g} ms of audio since the last commit; nothing to commit",
+                self._settle(),
             )
         if self.turns is not None:
             self.turns.force_stop(self.audio.end)
@@ -239,10 +262,8 @@ class LiveSession:
         return [Cleared()]
 
     def close(self) -> list[LiveEvent]:
-        """The end of the session: a turn still open is finished with what was heard."""
-        if self.item is None:
-            return []
-        return self._close(self.audio.end, stopped=False)
+        """The end of the session: turns not final yet are finished with what was heard."""
+        return self._close(self.audio.end, stopped=False) if self.item is not None else self._settle()
 
     def _open(self, sample: int, announced: bool) -> list[LiveEvent]:
         item = _Item(id=self.new_id("item"), start=sample, buffer_start=sample, last_decoded=sample)
@@ -251,25 +272,51 @@ class LiveSession:
         return [SpeechStarted(item.id, _ms(sample))] if announced else []
 
     def _close(self, end: int, stopped: bool) -> list[LiveEvent]:
+        """The turn is over at ``end``: its last words go out as deltas now. Its final text waits for
+        ``LOOKAHEAD_S`` of what follows when the turn detector stopped it (``_settle``), and is decoded
+        now when the client committed it or the session ends."""
         item = self.item
         assert item is not None
         events: list[LiveEvent] = [SpeechStopped(item.id, _ms(end))] if stopped else []
         events.append(Committed(item.id, self.previous_item_id))
-        heard = self._decode_and_diarize(item.buffer_start if self.last_speech > item.buffer_start else None, end, final=True)
-        events += self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
-        self._finish(item, [word for word in heard if word.text.strip()])
-        events += self._segments(item, end, final=True)
-        events.append(TranscriptCompleted(item.id, joined_text(item.final), round((end - item.start) / SAMPLING_RATE, 3), item.start / SAMPLING_RATE, end / SAMPLING_RATE))
-        self.previous_item_id, self.item = item.id, None
+        events += self._settle()  # an earlier turn still settling is final first
+        item.end = end
+        self.previous_item_id, self.item, self.settling = item.id, None, item
+        if not stopped or not self.config.lookahead_s:
+            return events + self._settle(item.agreement)
+        speech_since = self.last_speech > item.last_decoded  # the last interim decode may have missed the last words
+        heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False)
+        return events + self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
+
+    def _settle(self, agreement: LocalAgreement | None = None) -> list[LiveEvent]:
+        """The settling turn's final decode, over its audio and what came after it (up to
+        ``LOOKAHEAD_S``), keeping the words that start before the next turn; its segments and
+        ``completed``. ``agreement``: the turn's words heard but not sent yet go out as deltas first; a
+        turn none of whose words went out (its interim decodes dropped as loops) gets its final words as deltas."""
+        item = self.settling
+        if item is None:
+            return []
+        self.settling = None
+        stop = min(self.audio.end, item.end + int(self.config.lookahead_s * SAMPLING_RATE))
+        limit = self.item.start if self.item is not None else stop
+        heard = self._decode_and_diarize(item.buffer_start if self.last_speech > item.buffer_start else None, stop, final=True)
+        events = self._deliver(item, agreement.update(heard) + agreement.flush()) if agreement is not None else []
+        final = [word for word in heard if word.text.strip() and word.start < limit / SAMPLING_RATE - 0.05]
+        if not item.text:
+            events += self._deliver(item, final)
+        self._finish(item, final, limit)
+        events += self._segments(item, stop, final=True)
+        events.append(TranscriptCompleted(item.id, joined_text(item.final), round((item.end - item.start) / SAMPLING_RATE, 3),
+                                          item.start / SAMPLING_RATE, item.end / SAMPLING_RATE))
         return events
 
-    def _finish(self, item: _Item, heard: list[Chunk], end: int | None = None) -> None:
-        """The turn's final words from ``item.buffer_start`` to ``end`` (None: its end): the final decode
+    def _finish(self, item: _Item, heard: list[Chunk], end: int) -> None:
+        """The turn's final words from ``item.buffer_start`` to ``end``: the final decode
         of that stretch (``heard``), which hears each word with all the audio around it; the deltas were
         decoded from growing prefixes of it ("The Icework" where the whole turn says "Nice work!"). A
         final decode that heard nothing keeps the deltas. The prompts after it are made of these words."""
         start = item.buffer_start / SAMPLING_RATE
-        stop = math.inf if end is None else end / SAMPLING_RATE + 1e-6
+        stop = end / SAMPLING_RATE + 1e-6
 
         def replaced(word: Chunk) -> bool:  # a delta of this stretch
             return word.start >= item.start / SAMPLING_RATE and start < word.end <= stop
@@ -290,6 +337,7 @@ class LiveSession:
             return []
         events: list[LiveEvent] = []
         if decoding:
+            item.last_decoded = self.audio.end
             events += self._deliver(item, item.agreement.update(heard, self.audio.end / SAMPLING_RATE))
             events += self._trim(item)
         return events + self._segments(item, self.audio.end, final=False)
@@ -330,7 +378,6 @@ class LiveSession:
         (``asr.token_budget``): a looping decode stops within a second's worth of tokens. An interim
         hypothesis that loops is dropped (the next decode hears more); a final one is decoded again."""
         samples = self.audio.read(start, end)
-        self.item.last_decoded = end  # type: ignore[union-attr]
         if len(samples) < WINDOW:
             return []
         seconds = len(samples) / SAMPLING_RATE
@@ -382,10 +429,8 @@ class LiveSession:
             return []
         cut_at = max(item.buffer_start, int(cut * SAMPLING_RATE))
         if cut_at > item.buffer_start:  # the stretch cut off is decoded once more, whole: its final words
-            decoded_to = item.last_decoded
             with self.models.exclusive():
                 heard = self._decode(item.buffer_start, cut_at, final=True)
-            item.last_decoded = decoded_to
             self._finish(item, [word for word in heard if word.text.strip()], cut_at)
         item.buffer_start = cut_at
         return events
@@ -415,8 +460,9 @@ class LiveSession:
 
     def _drop_old_audio(self) -> None:
         keep = self.audio.end - int(KEEP_BEFORE_S * SAMPLING_RATE)
-        if self.item is not None:
-            keep = min(keep, self.item.buffer_start)
+        for item in (self.item, self.settling):
+            if item is not None:
+                keep = min(keep, item.buffer_start)
         if self.diarizer is not None:
             keep = min(keep, self.diarizer.oldest_needed)
         self.audio.drop_before(keep)

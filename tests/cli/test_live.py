@@ -117,20 +117,26 @@ def test_no_server_and_a_busy_server_are_told_apart_from_a_lost_one(live_handler
         live.main([SAMPLE, "--url", base_url])
 
 
-def test_on_a_terminal_the_words_heard_show_on_one_line_until_the_final_lines_replace_it(monkeypatch):
+def test_on_a_terminal_the_words_heard_show_on_one_line_until_the_final_lines_replace_them(monkeypatch):
     import io
     import os
 
     monkeypatch.setattr(live.shutil, "get_terminal_size", lambda: os.terminal_size((20, 24)))
     screen = io.StringIO()
     heard = live.HeardLine(screen)
-    heard.add(" The Icework")
-    heard.add(" did the design team")
+    heard.add("item_1", " The Icework")
+    heard.add("item_1", " did the design team")
     assert screen.getvalue().endswith("\r\x1b[K… d the design team")  # the line's end, as wide as the terminal
     heard.hide()
     assert screen.getvalue().endswith("\r\x1b[K") and heard.text  # off the line for a notice, kept
-    heard.clear()
+    heard.add("item_2", " They did.")  # the next turn is heard before the first one's final text came
+    heard.clear("item_1")
+    assert heard.text == " They did."
+    heard.show()
+    assert screen.getvalue().endswith("\r\x1b[K… They did.")  # back under the first turn's final lines
+    heard.clear("item_2")
     assert heard.text == ""
     before = screen.getvalue()
-    heard.clear()
-    assert screen.getvalue() == before  # nothing shown: nothing to take off the line
+    heard.clear("item_2")
+    heard.show()
+    assert screen.getvalue() == before  # nothing shown: nothing to take off the line, nothing to show

@@ -16,7 +16,7 @@ from speaker_transcripts.live.events import (
     TranscriptDelta,
     TranscriptSegment,
 )
-from speaker_transcripts.live.session import LiveConfig, LiveSession
+from speaker_transcripts.live.session import LOOKAHEAD_S, LiveConfig, LiveSession
 from speaker_transcripts.pipeline.audio import decode_file
 
 RATE = 16000
@@ -44,7 +44,12 @@ def by_item(events: list) -> dict[str, list]:
 
 
 def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_order(live_handler, conversation):
-    events = stream(LiveSession(live_handler, LiveConfig(language="en")), conversation)
+    """A stopped turn's final text comes once ``LOOKAHEAD_S`` of audio after it was heard (the last turn's
+    with the quiet that follows it: no commit, no close)."""
+    session = LiveSession(live_handler, LiveConfig(language="en"))
+    events = stream(session, conversation)
+    assert sum(isinstance(event, TranscriptCompleted) for event in events) == 1  # the second turn's lookahead is not heard yet
+    events += stream(session, np.zeros(int(LOOKAHEAD_S * RATE), dtype=np.float32))
     items = by_item(events)
     assert len(items) == 2
     for item_events in items.values():
@@ -60,20 +65,19 @@ def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_or
         assert 0 <= started.audio_start_ms < stopped.audio_end_ms <= len(conversation) * 1000 // RATE
 
 
-def marked_decodes(monkeypatch) -> list[str]:
+def marked_decodes(monkeypatch) -> list[list]:
     """Whisper stood in for by a word every 0.3 s of the buffer (a sentence every ten): the same words in every
-    interim decode (so they agree), ``finalN`` in a final decode; the texts of the final decodes, in order."""
-    from speaker_transcripts.pipeline.transcript import Chunk, joined_text
+    interim decode (so they agree), ``finalN`` in a final decode; the words of the final decodes, in order."""
+    from speaker_transcripts.pipeline.transcript import Chunk
 
-    finals: list[str] = []
+    finals: list[list[Chunk]] = []
 
     def decode(self, start, end, final):
-        self.item.last_decoded = end
         kind = "final" if final else "interim"
         times = np.arange(start / RATE, end / RATE - 0.25, 0.3)
         words = [Chunk(f" {kind}{index}{'.' if index % 10 == 9 else ''}", at, at + 0.25) for index, at in enumerate(times)]
         if final:
-            finals.append(joined_text(words))
+            finals.append(words)
         return words
 
     monkeypatch.setattr(LiveSession, "_decode", decode)
@@ -83,31 +87,52 @@ def marked_decodes(monkeypatch) -> list[str]:
 def test_a_long_turns_stretches_cut_off_the_buffer_are_each_decoded_whole_for_their_final_text(live_handler, speech_wav, monkeypatch):
     """A turn longer than ``TRIM_S`` (one commit at the end of 40 s): each stretch cut off the decoded buffer is
     decoded once more, whole, and the turn's final text is those decodes and the last one, in order."""
+    from speaker_transcripts.pipeline.transcript import joined_text
+
     finals = marked_decodes(monkeypatch)
     speech = decode_file(speech_wav).samples
     session = LiveSession(live_handler, LiveConfig(language="en", turn_detection=None))
     events = stream(session, np.tile(speech, int(np.ceil(40 * RATE / len(speech))))) + session.commit()
     completed = [event for event in events if isinstance(event, TranscriptCompleted)]
     assert len(completed) == 1 and len(finals) >= 3  # two cuts at least, and the turn's end
-    assert completed[0].transcript == " ".join(finals)
+    assert completed[0].transcript == " ".join(joined_text(words) for words in finals)
     assert " ".join(event.text for event in events if isinstance(event, TranscriptSegment)) == completed[0].transcript
     assert "interim" in "".join(event.delta for event in events if isinstance(event, TranscriptDelta))
 
 
-def test_a_turns_final_text_is_its_whole_decode_not_its_deltas(live_handler, conversation, monkeypatch):
+def test_a_turns_final_text_is_its_whole_decode_with_what_follows_not_its_deltas(live_handler, conversation, monkeypatch):
     """Deltas come from decodes of a turn's growing prefix; its final text (its segments, ``completed``, the
-    next turn's prompt) is the decode of the whole turn at its end, which hears every word with what follows."""
+    next turn's prompt) is the decode of the whole turn and ``LOOKAHEAD_S`` of the audio after it, which hears
+    every word with what follows: the words that start before the next turn (the last turn's: the session's end)."""
+    from speaker_transcripts.pipeline.transcript import joined_text
 
     finals = marked_decodes(monkeypatch)
     session = LiveSession(live_handler, LiveConfig(language="en"))
-    items = list(by_item(stream(session, conversation) + session.close()).values())
+    events = stream(session, conversation)
+    end = session.audio.end / RATE
+    items = list(by_item(events + session.close()).values())
     assert len(items) == len(finals) == 2 and all(finals)
-    for item_events, final in zip(items, finals, strict=True):
+    next_starts = [items[1][0].audio_start_ms / 1000, end]
+    for item_events, words, next_start in zip(items, finals, next_starts, strict=True):
+        stopped = next(event for event in item_events if isinstance(event, SpeechStopped)).audio_end_ms / 1000
+        assert words[-1].end > min(stopped + LOOKAHEAD_S, end) - 0.6  # the decode heard what followed the turn
+        final = joined_text([word for word in words if word.start < next_start - 0.05])
         deltas = [event.delta for event in item_events if isinstance(event, TranscriptDelta)]
         assert deltas and deltas[0].startswith("interim0")  # interim words went out while the turn was spoken
         assert item_events[-1].transcript == final
         assert " ".join(event.text for event in item_events if isinstance(event, TranscriptSegment)) == final
-    assert session._prompt(session.audio.end).endswith(finals[-1][-60:])  # the next turn hears the final words, not the deltas
+    assert session._prompt(session.audio.end).endswith(final[-60:])  # the next turn hears the final words, not the deltas
+
+
+def test_without_lookahead_a_turns_final_text_comes_when_it_stops(live_handler, conversation, monkeypatch):
+    """``lookahead_s=0`` (``LIVE_LOOKAHEAD_S``): each turn's final decode ends where the turn stopped, and its
+    ``completed`` comes with its stop, no audio after it needed."""
+    finals = marked_decodes(monkeypatch)
+    session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=0))
+    events = stream(session, conversation)
+    stops = [event.audio_end_ms / 1000 for event in events if isinstance(event, SpeechStopped)]
+    assert sum(isinstance(event, TranscriptCompleted) for event in events) == len(stops) == len(finals) == 2
+    assert all(stop - 0.6 < words[-1].end <= stop for words, stop in zip(finals, stops, strict=True))
 
 
 def test_the_turns_do_not_depend_on_how_the_audio_was_cut(live_handler, conversation):

@@ -20,6 +20,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from speaker_transcripts.config import ServerSettings
+from speaker_transcripts.live.session import LOOKAHEAD_S
 from speaker_transcripts.pipeline.audio import decode_file
 from speaker_transcripts.server.app import create_app
 from speaker_transcripts.server.connection_guard import guarded_config
@@ -31,12 +32,13 @@ TRANSCRIPTION = {"type": "transcription", "audio": {"input": {"format": {"type":
 
 @pytest.fixture(scope="module")
 def pcm(speech_wav) -> bytes:
-    """The speech clip twice with pauses, as 24-kHz 16-bit PCM: two turns."""
+    """The speech clip twice with pauses, as 24-kHz 16-bit PCM: two turns, the quiet after the second
+    long enough for its final text (``LOOKAHEAD_S`` of what follows a stopped turn)."""
     import av
 
     speech = decode_file(speech_wav).samples
     quiet = np.zeros(16000 * 3 // 2, dtype=np.float32)
-    samples = np.concatenate([quiet[:8000], speech, quiet, speech, quiet])
+    samples = np.concatenate([quiet[:8000], speech, quiet, speech, quiet, np.zeros(int(16000 * LOOKAHEAD_S), dtype=np.float32)])
     frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="flt", layout="mono")
     frame.sample_rate = 16000
     resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
@@ -105,6 +107,28 @@ def test_the_openai_client_streams_a_conversation_and_gets_turns_words_and_speak
         # word, as the random test model's pieces do, so spacing at the seams is not compared)
         assert "".join("".join(segment.text for segment in segments).split()) == "".join(completed.transcript.split())
         assert completed.usage.type == "duration" and completed.usage.seconds > 0
+
+
+def test_a_commit_with_nothing_new_still_finishes_the_turn_waiting_for_what_follows_it(live_handler, pcm):
+    """With ``LIVE_LOOKAHEAD_S`` longer than the quiet after the last turn, that turn is still waiting for its
+    final decode when the client commits at its end (as the page and ``live --url`` do): the commit has nothing
+    new (OpenAI's error) but the turn's segments and ``completed`` come first, so such a client has every turn."""
+    settings = ServerSettings(live_lookahead_s=10)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        async def scenario() -> list[dict]:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                for chunk in appends(pcm):
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await socket.send(json.dumps({"type": "input_audio_buffer.commit", "event_id": "last"}))
+                return await events_until(socket, "error")
+
+        events = asyncio.run(scenario())
+    stopped = [event["item_id"] for event in events if event["type"] == "input_audio_buffer.speech_stopped"]
+    completed = [event["item_id"] for event in events if event["type"] == "conversation.item.input_audio_transcription.completed"]
+    assert len(stopped) == 2 and completed == stopped  # the second one's completed came with the commit, before its error
+    assert events[-1]["error"]["code"] == "invalid_value" and events[-1]["error"]["event_id"] == "last"
 
 
 def test_a_raw_websocket_client_with_the_beta_events_and_manual_commits(live_url, pcm):

@@ -41,7 +41,7 @@ from speaker_transcripts.config import parse_parameters, resolve_request
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.live.backlog import LagWatch
 from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
-from speaker_transcripts.live.session import LiveConfig, LiveSession
+from speaker_transcripts.live.session import LiveConfig, LiveSession, NothingToCommit
 from speaker_transcripts.pipeline.audio import PcmStream
 from speaker_transcripts.server.errors import logger
 from speaker_transcripts.server.middleware import WRONG_KEY
@@ -335,6 +335,8 @@ class Connection:
                     await self.send(error_event(str(error), error.code, error.param, client_event_id))
                     continue
                 except InvalidRequestError as error:
+                    for event in error.settled if isinstance(error, NothingToCommit) else []:
+                        await self.send(server_event(event))
                     await self.send(error_event(str(error), "invalid_value", None, client_event_id))
                     continue
                 except RequestAbandoned:
@@ -428,7 +430,7 @@ class Connection:
         library = self.handler.library_for(False, self.handler.chosen_voices(self.settings.voices))
         known = {**library, **self.voices}  # the voice library's people (those chosen), then the session's
         return LiveConfig(language=self.settings.language, prompt=self.settings.prompt, turn_detection=self.settings.turn_detection,
-                          diarize=bool(diarize), known_speakers=known)
+                          diarize=bool(diarize), known_speakers=known, lookahead_s=self.limits.live_lookahead_s)
 
 
 def _coalesced(batch: list[tuple[str, Any, str | None]]) -> list[tuple[str, Any, str | None]]:
