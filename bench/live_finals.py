@@ -4,9 +4,10 @@
 
 The two dev conversations stream into a live session (text only, 100-ms appends processed as they
 come: a machine that keeps up), which gives the turns and the live text (its deltas, joined per turn).
-Then each turn is decoded again, whole, with the earlier turns' text as the prompt (``alone``), and with
-the audio of the earlier turns of the last 10 or 20 s before it as well, keeping only the words that
-start inside the turn (``prev_turns_10``, ``prev_turns_20``). Prints each variant's WER per file and
+Then each turn is decoded again, whole, with the earlier turns' text as the prompt (``alone``); with the
+audio of the earlier turns of the last 10 s before it as well (``before_10``); and with 1.5-6 s of the
+audio after it (``after_3`` ...), as the session's final decode does with ``LIVE_LOOKAHEAD_S``; the words
+kept are those that start inside the turn, before the next one. Prints each variant's WER per file and
 pooled, beside the file path's on the same audio. A measurement of the lever, not what the session does.
 """
 
@@ -33,7 +34,9 @@ from speaker_transcripts.pipeline.transcriber import Transcriber
 from speaker_transcripts.pipeline.transcript import Chunk
 
 RATE = 16000
-CONTEXTS = {"alone": 0.0, "prev_turns_10": 10.0, "prev_turns_20": 20.0}  # seconds of earlier turns' audio heard too
+# seconds of earlier turns' audio heard too, seconds of audio after the turn heard too
+CONTEXTS = {"alone": (0.0, 0.0), "before_10": (10.0, 0.0), "before_10_after_3": (10.0, 3.0),
+            **{f"after_{after:g}": (0.0, after) for after in (1.5, 2.0, 2.5, 3.0, 4.0, 6.0)}}
 
 
 def decode(handler: Any, samples: np.ndarray, prompt: str) -> list[Chunk]:
@@ -55,15 +58,19 @@ def live_turns(handler: Any, audio: np.ndarray) -> list[tuple[float, float, str]
     return [(event.start, event.end, event.transcript) for event in events if isinstance(event, TranscriptCompleted)]
 
 
-def decoded_again(handler: Any, audio: np.ndarray, turns: list[tuple[float, float, str]], context_s: float) -> str:
-    """Each turn decoded once more, whole, the earlier finals as its prompt, with ``context_s`` of earlier
-    turns' audio before it (from a turn's start; the words before the turn dropped)."""
+def decoded_again(handler: Any, audio: np.ndarray, turns: list[tuple[float, float, str]], before_s: float, after_s: float) -> str:
+    """Each turn decoded once more, whole, the earlier finals as its prompt, with ``before_s`` of earlier
+    turns' audio before it (from a turn's start) and ``after_s`` of the audio after it; the words that
+    start before the turn or at the next turn's start dropped."""
     texts: list[str] = []
+    duration = len(audio) / RATE
     for index, (start, end, _) in enumerate(turns):
-        earlier = [turn_start for turn_start, _, _ in turns[:index] if turn_start >= end - context_s] if context_s else []
-        begin = max(min(earlier, default=start), end - 28.0)
-        words = decode(handler, audio[int(begin * RATE) : int(end * RATE)], " ".join(texts)[-200:])
-        texts.append("".join(word.text for word in words if word.start + begin >= start - 0.05).strip())
+        following = turns[index + 1][0] if index + 1 < len(turns) else duration
+        stop = min(end + after_s, duration)
+        earlier = [turn_start for turn_start, _, _ in turns[:index] if turn_start >= end - before_s] if before_s else []
+        begin = max(min(earlier, default=start), stop - 28.0)
+        words = decode(handler, audio[int(begin * RATE) : int(stop * RATE)], " ".join(texts)[-200:])
+        texts.append("".join(word.text for word in words if start - 0.05 <= word.start + begin < following - 0.05).strip())
     return " ".join(texts)
 
 
@@ -81,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         turns = live_turns(handler, audio)
         variants = {"live": " ".join(text for _, _, text in turns),
                     "file": handler({"inputs": {"array": audio, "sampling_rate": RATE}, "parameters": {"language": "en"}})["text"]}
-        variants |= {name: decoded_again(handler, audio, turns, seconds) for name, seconds in CONTEXTS.items()}
+        variants |= {name: decoded_again(handler, audio, turns, *seconds) for name, seconds in CONTEXTS.items()}
         for name, text in variants.items():
             errors = word_errors(words_of(entry.text, normalise), words_of(text, normalise))
             totals[name] = errors if name not in totals else totals[name] + errors
