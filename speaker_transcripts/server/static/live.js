@@ -71,7 +71,15 @@ async function startLive() {
   const recorded = [];
   let open = false;
   let stopping = false;
-  let lastCompleted = null;
+  // Stop sends a commit; the session ends once that commit was answered (its turn committed, or nothing
+  // left to commit) and every committed turn's final text came: a turn's final text may come seconds after
+  // it was committed (the server's LIVE_LOOKAHEAD_S), after the next turn's.
+  let commitAnswered = false;
+  const unfinished = new Set(); // turns committed, their final text not come yet
+  const serverStopped = new Set(); // turns the server's turn detection ended, not Stop's commit
+  function closeWhenDone() {
+    if (stopping && commitAnswered && unfinished.size === 0) socket.close();
+  }
   const tentative = new Map(); // item -> words final but not yet with a speaker
 
   let heard = 0; // samples captured: the elapsed time shown beside Record
@@ -118,8 +126,15 @@ async function startLive() {
         }
         tentative.delete(event.item_id);
         $("live-tail").textContent = [...tentative.values()].filter(Boolean).join(" ");
-        lastCompleted = event.item_id;
-        if (stopping) socket.close();
+        unfinished.delete(event.item_id);
+        closeWhenDone();
+        break;
+      case "input_audio_buffer.speech_stopped":
+        serverStopped.add(event.item_id);
+        break;
+      case "input_audio_buffer.committed":
+        unfinished.add(event.item_id);
+        if (stopping && !serverStopped.has(event.item_id)) commitAnswered = true;
         break;
       case "input_audio_buffer.speech_started":
         turnStarts.set(event.item_id, event.audio_start_ms / 1000);
@@ -130,7 +145,7 @@ async function startLive() {
           : "Listening: the server has caught up.");
         break;
       case "error":
-        if (stopping && event.error?.code === "invalid_value") { socket.close(); break; }  // nothing left to commit
+        if (stopping && event.error?.code === "invalid_value") { commitAnswered = true; closeWhenDone(); break; }  // nothing left to commit
         if (event.error?.code === "server_busy") showError(`The server is at capacity for live sessions; try again later. (${event.error.message})`);
         else showError(event.error?.message || "The live session reported an error.");
         break;
@@ -156,7 +171,6 @@ async function startLive() {
     render();
     $("live-tail").textContent = "";
     say(`Stopped: ${state.words.length} words, ${speakerLabels().length} speakers. Listen, rename and download below.`);
-    void lastCompleted;
   }
 
   session.live = {
