@@ -1,7 +1,7 @@
 """Live sessions at real-time pace: how soon words arrive, how right they are, how many sessions fit.
 
     python bench/live.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] \
-        [--sessions 1 2 3] [--no-diarize] [--no-shed] [--speed 1] [--out bench-results/live]
+        [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1] [--out bench-results/live]
 
 Each dev conversation (manifest entries with RTTM and text) is streamed into a live session
 (``live/session.py``, the models loaded once, as the server runs them) in 100-ms appends at
@@ -52,6 +52,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
     parser.add_argument("--no-shed", dest="shed", action="store_false", help="keep every interim decode while behind (the old way)")
     parser.add_argument("--speed", type=float, default=1.0, help="pace over real time (1: real time)")
+    parser.add_argument("--lookahead", type=float, default=0.0, help="seconds after a stopped turn its final decode hears (LIVE_LOOKAHEAD_S)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
 
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             group_results: list[dict[str, Any]] = [{} for _ in group]
 
             def run(index: int, entry: Any, into: list[dict[str, Any]]) -> None:
-                session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize))
+                session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=arguments.lookahead))
                 into[index] = stream(session, audio[entry.name], arguments.speed, shed=arguments.shed)
 
             threads = [threading.Thread(target=run, args=(index, entry, group_results)) for index, entry in enumerate(group)]

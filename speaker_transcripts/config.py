@@ -166,8 +166,9 @@ class ServerSettings(BaseSettings):
     live_max_frame_kb: int = Field(default=1024, ge=16, le=16 * 1024)
     live_max_backlog_s: float = Field(default=30.0, gt=0, le=600)
     # Audio after a stopped turn its final decode hears (0: decoded at its end, as soon as it stops).
-    # 3 s: final WER 14.5 -> 12.2 %, word latency p50 +0.3-0.5 s (bench/live.py, docs/performance.md round eight).
-    live_lookahead_s: float = Field(default=3.0, ge=0, le=10)
+    # 3 s: final WER 14.5 -> 12.2 %, word latency p50 +0.3-0.5 s, and two sessions with speakers no longer
+    # keep real time on 2 cores (bench/live.py, docs/performance.md round eight): off by default.
+    live_lookahead_s: float = Field(default=0.0, ge=0, le=10)
 
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod

@@ -9,14 +9,15 @@ slower than that (every ``SHED_STEP_S`` while the session is behind, ``shedding`
 30 s (``models/encoder_window.py``), the token budget is the buffer's, and an interim hypothesis
 that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
 words two decodes agree on, and the words that end half a second or more before the audio heard
-(AlignAtt's rule) and sends them as deltas; when the turn stops, the words its last decode heard go out
-at once. Its final text is its audio decoded once more, whole, with the final text before it as the
-prompt and ``LOOKAHEAD_S`` of the audio after it (the words that start before the next turn kept),
-once that audio has come: the deltas were decoded from growing prefixes of the turn, and a word at
-the start of a short prefix, or at the very end of the audio heard, is often misheard ("The Icework"
-for "Nice work"; 18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end,
-11.5 % with 3 s of what follows, ``bench/live_finals.py``). A turn the client commits, or the session
-ends, is decoded for its final text at once. The decoded buffer is cut at the last sentence end sent
+(AlignAtt's rule) and sends them as deltas. When the turn stops, its audio is decoded once more,
+whole, with the final text before it as the prompt, and that decode is its final text (with a
+lookahead, ``LiveConfig.lookahead_s``: together with that much of the audio after it, once it has
+come, the words that start before the next turn kept, while the words its last decode heard go out as
+deltas at once): the deltas were decoded from growing prefixes of the turn, and a word at the start of
+a short prefix, or at the very end of the audio heard, is often misheard ("The Icework" for "Nice work";
+18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end, 11.5 % with 3 s of what
+follows, ``bench/live_finals.py``). A turn the client commits, or the session ends, is decoded for its
+final text at once. The decoded buffer is cut at the last sentence end sent
 once it passes ``TRIM_S`` (at the last word sent past ``FORCE_TRIM_S``), so a decode costs the same
 in the first minute and the sixtieth; the stretch cut off is decoded once more, whole, for its final text.
 
@@ -73,9 +74,10 @@ MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode nev
 PROMPT_CHARS = 200  # recent final text given to Whisper as what was said before (whisper_streaming's 200)
 KEEP_BEFORE_S = 2.0  # audio kept before a turn can start (prefix padding)
 MIN_COMMIT_S = 0.1  # OpenAI's: a commit of less audio is an error
-# A turn the turn detector stopped gets its final decode once this much audio after its end has come
-# (``LiveConfig.lookahead_s``): Whisper hears its last words with what follows them (bench/live_finals.py:
-# 14.5 -> 11.5 % WER; 1.5 s: 13.2 %, 2 s: 12.8 %, 6 s: 12.8 %).
+# With a lookahead (``LiveConfig.lookahead_s``, the server's LIVE_LOOKAHEAD_S) a turn the turn detector stopped
+# gets its final decode once that much audio after its end has come: Whisper hears its last words with what
+# follows them (bench/live_finals.py: 14.5 -> 11.5 % WER at 3 s; 1.5 s: 13.2 %, 2 s: 12.8 %, 6 s: 12.8 %), for
+# one more decode a turn (bench/live.py: two sessions with speakers then fall behind on 2 cores). The value measured best:
 LOOKAHEAD_S = 3.0
 # A decode's token budget is its buffer's (asr.token_budget) up to this; a longer buffer keeps this
 # one's 315 tokens, so that the budget and a 200-character prompt fit Whisper's 448 positions.
@@ -103,7 +105,7 @@ class LiveConfig:
     turn_detection: TurnDetection | None = field(default_factory=TurnDetection)
     diarize: bool = True
     known_speakers: Mapping[str, np.ndarray] = field(default_factory=dict)  # name -> voice embedding
-    lookahead_s: float = LOOKAHEAD_S  # 0: a stopped turn's final decode at its end, nothing after it heard
+    lookahead_s: float = 0.0  # 0: a stopped turn's final decode at its end, nothing after it heard; LOOKAHEAD_S: see there
 
 
 class SessionAudio:
@@ -193,7 +195,7 @@ class LiveSession:
         self.last_speech = 0  # end of the latest window Silero heard speech in
         self.windows = 0  # windows Silero has scored
         self.item: _Item | None = None
-        self.settling: _Item | None = None  # a stopped turn waiting for LOOKAHEAD_S of audio before its final decode
+        self.settling: _Item | None = None  # a stopped turn waiting for lookahead_s of audio before its final decode
         self.previous_item_id: str | None = None
         self.language = config.language
         self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
@@ -272,9 +274,9 @@ class LiveSession:
         return [SpeechStarted(item.id, _ms(sample))] if announced else []
 
     def _close(self, end: int, stopped: bool) -> list[LiveEvent]:
-        """The turn is over at ``end``: its last words go out as deltas now. Its final text waits for
-        ``LOOKAHEAD_S`` of what follows when the turn detector stopped it (``_settle``), and is decoded
-        now when the client committed it or the session ends."""
+        """The turn is over at ``end``. Its final text is decoded now, unless the turn detector stopped
+        it and the session has a lookahead: then its last words go out as deltas now and its final text
+        waits for ``lookahead_s`` of what follows (``_settle``)."""
         item = self.item
         assert item is not None
         events: list[LiveEvent] = [SpeechStopped(item.id, _ms(end))] if stopped else []
@@ -290,7 +292,7 @@ class LiveSession:
 
     def _settle(self, agreement: LocalAgreement | None = None) -> list[LiveEvent]:
         """The settling turn's final decode, over its audio and what came after it (up to
-        ``LOOKAHEAD_S``), keeping the words that start before the next turn; its segments and
+        ``lookahead_s``), keeping the words that start before the next turn; its segments and
         ``completed``. ``agreement``: the turn's words heard but not sent yet go out as deltas first; a
         turn none of whose words went out (its interim decodes dropped as loops) gets its final words as deltas."""
         item = self.settling

@@ -44,9 +44,9 @@ def by_item(events: list) -> dict[str, list]:
 
 
 def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_order(live_handler, conversation):
-    """A stopped turn's final text comes once ``LOOKAHEAD_S`` of audio after it was heard (the last turn's
-    with the quiet that follows it: no commit, no close)."""
-    session = LiveSession(live_handler, LiveConfig(language="en"))
+    """With a lookahead, a stopped turn's final text comes once ``LOOKAHEAD_S`` of audio after it was heard
+    (the last turn's with the quiet that follows it: no commit, no close)."""
+    session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=LOOKAHEAD_S))
     events = stream(session, conversation)
     assert sum(isinstance(event, TranscriptCompleted) for event in events) == 1  # the second turn's lookahead is not heard yet
     events += stream(session, np.zeros(int(LOOKAHEAD_S * RATE), dtype=np.float32))
@@ -107,7 +107,7 @@ def test_a_turns_final_text_is_its_whole_decode_with_what_follows_not_its_deltas
     from speaker_transcripts.pipeline.transcript import joined_text
 
     finals = marked_decodes(monkeypatch)
-    session = LiveSession(live_handler, LiveConfig(language="en"))
+    session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=LOOKAHEAD_S))
     events = stream(session, conversation)
     end = session.audio.end / RATE
     items = list(by_item(events + session.close()).values())
@@ -125,8 +125,8 @@ def test_a_turns_final_text_is_its_whole_decode_with_what_follows_not_its_deltas
 
 
 def test_without_lookahead_a_turns_final_text_comes_when_it_stops(live_handler, conversation, monkeypatch):
-    """``lookahead_s=0`` (``LIVE_LOOKAHEAD_S``): each turn's final decode ends where the turn stopped, and its
-    ``completed`` comes with its stop, no audio after it needed."""
+    """``lookahead_s=0`` (``LIVE_LOOKAHEAD_S``, the default): each turn's final decode ends where the turn stopped,
+    and its ``completed`` comes with its stop, no audio after it needed."""
     finals = marked_decodes(monkeypatch)
     session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=0))
     events = stream(session, conversation)

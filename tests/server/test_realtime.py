@@ -33,7 +33,7 @@ TRANSCRIPTION = {"type": "transcription", "audio": {"input": {"format": {"type":
 @pytest.fixture(scope="module")
 def pcm(speech_wav) -> bytes:
     """The speech clip twice with pauses, as 24-kHz 16-bit PCM: two turns, the quiet after the second
-    long enough for its final text (``LOOKAHEAD_S`` of what follows a stopped turn)."""
+    long enough for its final text with a lookahead too (``LOOKAHEAD_S`` of what follows a stopped turn)."""
     import av
 
     speech = decode_file(speech_wav).samples
