@@ -163,7 +163,7 @@ def decoder_patched(decoder: str) -> Iterator[None]:
         elif decoder == "transformers-passes":
 
             @contextmanager
-            def options_unchanged(self: Any, pieces: Any, options: dict[str, Any], sized_window: bool = False) -> Iterator[dict[str, Any]]:
+            def options_unchanged(self: Any, pieces: Any, options: dict[str, Any], shortest_window_s: float | None = None) -> Iterator[dict[str, Any]]:
                 yield options
 
             stack.enter_context(mock.patch.object(asr.SpeechRecognizer, "_one_pass_per_piece", options_unchanged))

@@ -6,7 +6,7 @@ them): Silero's network, fed window by window (``speech_gate.SpeechStream``), de
 speech piece (``asr.SpeechRecognizer.transcribe``, word timestamps, the recent final text as its
 prompt) every ``MIN_STEP_S`` of new audio, or as soon as the last decode is done when decoding is
 slower than that (every ``SHED_STEP_S`` while the session is behind, ``shedding``). A decode is sized to its buffer: the encoder reads the buffer and a margin, not
-30 s (``models/encoder_window.py``), the token budget is the buffer's, and an interim hypothesis
+30 s (``models/encoder_window.py``; a final decode's window is at least ``FINAL_WINDOW_S``), the token budget is the buffer's, and an interim hypothesis
 that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
 words two decodes agree on, and the words that end half a second or more before the audio heard
 (AlignAtt's rule) and sends them as deltas. When the turn stops, its audio is decoded once more,
@@ -59,6 +59,7 @@ from speaker_transcripts.live.events import (
 )
 from speaker_transcripts.live.speakers import DiarizerSettings, LiveDiarizer, supports_live_diarization
 from speaker_transcripts.live.turns import TurnDetection, TurnDetector
+from speaker_transcripts.models.encoder_window import SHORTEST_S
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.diarization import word_speakers
 from speaker_transcripts.pipeline.long_form import Piece
@@ -82,6 +83,12 @@ LOOKAHEAD_S = 3.0
 # A decode's token budget is its buffer's (asr.token_budget) up to this; a longer buffer keeps this
 # one's 315 tokens, so that the budget and a 200-character prompt fit Whisper's 448 positions.
 BUDGETED_S = 20
+# A final decode's encoder window is at least this long (an interim one's: ``encoder_window.SHORTEST_S``, 6 s).
+# Whisper learnt on 30-s windows; a 2-5 s turn decoded in a 6-s window is misheard more often ("fixed two mug"
+# for "two bugs"): bench/live_finals.py --window, final WER of the dev conversations' turns by the shortest
+# window, without lookahead / with 3 s: 6 s 14.5 / 10.8 %, 12 s 11.5 / 10.8 %, 18 s 11.8 / 10.8 %, 30 s
+# 12.5 / 10.1 %; the final decodes' CPU time 15.9, 16.9, 23.3, 35.5 s (without lookahead).
+FINAL_WINDOW_S = 12.0
 
 
 class LiveModels(Protocol):
@@ -168,6 +175,16 @@ class _Item:
     end: int = 0  # the turn's last sample, once it stopped
     sent: int = 0  # final words already sent in segments
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
+
+
+def said_before(words: list[Chunk], seconds: float) -> list[Chunk]:
+    """The words of a decode that heard past ``seconds`` (the next turn's start) that belong before it: those
+    whose middle is before it. Cross-attention word times absorb pauses: the turn's last word often ends
+    0.1-0.2 s past the next turn's start and the next turn's first word often starts up to 0.2 s before it,
+    but on the dev conversations' 17 seams the last word's middle lay 0.29 s or more before it and the first
+    word's 0.10 s or more after it (kept by their start, the next turn's first word was kept twice:
+    11.5 -> 11.1 % WER with 3 s of lookahead, ``bench/live_finals.py``)."""
+    return [word for word in words if (word.start + word.end) / 2 < seconds]
 
 
 def _ms(sample: int) -> int:
@@ -275,8 +292,10 @@ class LiveSession:
 
     def _close(self, end: int, stopped: bool) -> list[LiveEvent]:
         """The turn is over at ``end``. Its final text is decoded now, unless the turn detector stopped
-        it and the session has a lookahead: then its last words go out as deltas now and its final text
-        waits for ``lookahead_s`` of what follows (``_settle``)."""
+        it and the session has a lookahead and is not behind (``shedding``): then its last words go out as
+        deltas now and its final text waits for ``lookahead_s`` of what follows (``_settle``). Decoded now,
+        it hears nothing after ``end``: the audio after it may hold the next turn's first words, and the
+        next turn is not open yet."""
         item = self.item
         assert item is not None
         events: list[LiveEvent] = [SpeechStopped(item.id, _ms(end))] if stopped else []
@@ -284,26 +303,26 @@ class LiveSession:
         events += self._settle()  # an earlier turn still settling is final first
         item.end = end
         self.previous_item_id, self.item, self.settling = item.id, None, item
-        if not stopped or not self.config.lookahead_s:
-            return events + self._settle(item.agreement)
+        if not stopped or not self.config.lookahead_s or self.shedding:
+            return events + self._settle(item.agreement, lookahead=False)
         speech_since = self.last_speech > item.last_decoded  # the last interim decode may have missed the last words
         heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False)
         return events + self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
 
-    def _settle(self, agreement: LocalAgreement | None = None) -> list[LiveEvent]:
-        """The settling turn's final decode, over its audio and what came after it (up to
-        ``lookahead_s``), keeping the words that start before the next turn; its segments and
+    def _settle(self, agreement: LocalAgreement | None = None, lookahead: bool = True) -> list[LiveEvent]:
+        """The settling turn's final decode, over its audio and (``lookahead``) what came after it (up to
+        ``lookahead_s``), keeping the words that belong before the next turn (``said_before``); its segments and
         ``completed``. ``agreement``: the turn's words heard but not sent yet go out as deltas first; a
         turn none of whose words went out (its interim decodes dropped as loops) gets its final words as deltas."""
         item = self.settling
         if item is None:
             return []
         self.settling = None
-        stop = min(self.audio.end, item.end + int(self.config.lookahead_s * SAMPLING_RATE))
+        stop = min(self.audio.end, item.end + int(self.config.lookahead_s * SAMPLING_RATE)) if lookahead else item.end
         limit = self.item.start if self.item is not None else stop
         heard = self._decode_and_diarize(item.buffer_start if self.last_speech > item.buffer_start else None, stop, final=True)
         events = self._deliver(item, agreement.update(heard) + agreement.flush()) if agreement is not None else []
-        final = [word for word in heard if word.text.strip() and word.start < limit / SAMPLING_RATE - 0.05]
+        final = said_before([word for word in heard if word.text.strip()], limit / SAMPLING_RATE)
         if not item.text:
             events += self._deliver(item, final)
         self._finish(item, final, limit)
@@ -376,7 +395,7 @@ class LiveSession:
 
     def _decode(self, start: int, end: int, final: bool) -> list[Chunk]:
         """Whisper's words for the session's samples ``[start, end)``, on the session's clock. The
-        encoder reads the buffer and a margin, not 30 s, and the token budget is the buffer's
+        encoder reads the buffer and a margin, not 30 s (a final decode: at least ``FINAL_WINDOW_S``), and the token budget is the buffer's
         (``asr.token_budget``): a looping decode stops within a second's worth of tokens. An interim
         hypothesis that loops is dropped (the next decode hears more); a final one is decoded again."""
         samples = self.audio.read(start, end)
@@ -387,7 +406,7 @@ class LiveSession:
                                  chunk_length_s=min(max(math.ceil(seconds), 1), BUDGETED_S))
         transcript = self.models.recognizer.transcribe(  # the caller holds the models (_decode_and_diarize)
             samples, config, seconds, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop,
-            sized_window=True, retry_loops=final,
+            shortest_window_s=FINAL_WINDOW_S if final else SHORTEST_S, retry_loops=final,
         )
         self.language = self.language or transcript.language
         offset = start / SAMPLING_RATE

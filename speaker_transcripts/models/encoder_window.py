@@ -29,11 +29,12 @@ SHORTEST_S = 6.0  # below this Whisper loops on a second of speech (" No." decod
 FRAMES_PER_S = 100  # Whisper's mel hop: 10 ms
 
 
-def window_frames(seconds: float, full_frames: int) -> int:
+def window_frames(seconds: float, full_frames: int, shortest_s: float = SHORTEST_S) -> int:
     """The mel frames a window for ``seconds`` of audio needs: the audio and the margin, at least
-    ``SHORTEST_S``, rounded up to an even count (the encoder's second convolution halves it), never
-    more than the full window."""
-    frames = math.ceil(max(seconds + MARGIN_S, SHORTEST_S) * FRAMES_PER_S)
+    ``shortest_s`` (never under ``SHORTEST_S``), rounded up to an even count (the encoder's second
+    convolution halves it), never more than the full window. A longer shortest window costs encoder
+    time and buys accuracy: Whisper learnt on 30-s windows (a live turn's final decode, ``live/session.py``)."""
+    frames = math.ceil(max(seconds + MARGIN_S, shortest_s, SHORTEST_S) * FRAMES_PER_S)
     return min(frames + frames % 2, full_frames)
 
 

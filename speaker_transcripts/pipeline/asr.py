@@ -273,7 +273,7 @@ class SpeechRecognizer:
         pieces: Sequence[Piece] | None = None,
         on_segment: Callable[[Chunk], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
-        sized_window: bool = False,
+        shortest_window_s: float | None = None,
         retry_loops: bool = True,
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
@@ -284,9 +284,9 @@ class SpeechRecognizer:
         ``on_progress`` hears, while decoding, about how many seconds of audio are done, and
         ``on_segment`` gets each chunk as soon as its piece is decoded (in order; the chunked
         pipeline only hands chunks over at the end). ``should_stop`` is asked at every decoder
-        step; when it says yes, ``RequestAbandoned`` ends the work within a step. ``sized_window``
-        (with ``pieces``): the encoder reads each batch's longest piece and a margin, not 30 s
-        (``models/encoder_window.py``; a live session's decodes of a few seconds). Without
+        step; when it says yes, ``RequestAbandoned`` ends the work within a step. ``shortest_window_s``
+        (with ``pieces``): the encoder reads each batch's longest piece and a margin, at least that many
+        seconds, not 30 s (``models/encoder_window.py``; a live session's decodes of a few seconds). Without
         ``retry_loops`` a piece whose text loops gives no words instead of being decoded again (a live
         session's interim decode: the next one hears more and is as soon; four more decodes of a
         looping second cost it 10-14 s on 2 cores).
@@ -305,7 +305,7 @@ class SpeechRecognizer:
                     for chunk in chunks if on_segment is not None else ():
                         on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
                 else:
-                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment, sized_window, retry_loops)
+                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment, shortest_window_s, retry_loops)
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
 
     def _decoding_options(
@@ -359,7 +359,7 @@ class SpeechRecognizer:
         options: dict[str, Any],
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
-        sized_window: bool = False,
+        shortest_window_s: float | None = None,
         retry_loops: bool = True,
     ) -> list[Chunk]:
         """Each piece is one short-form input; the pipeline batches them as they are handed out.
@@ -388,7 +388,7 @@ class SpeechRecognizer:
 
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
-            with self._one_pass_per_piece(pieces, options, sized_window) as one_pass:
+            with self._one_pass_per_piece(pieces, options, shortest_window_s) as one_pass:
                 for first, last, group_batch in groups:
                     inputs = (
                         {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE}
@@ -438,7 +438,9 @@ class SpeechRecognizer:
         return best
 
     @contextmanager
-    def _one_pass_per_piece(self, pieces: Sequence[Piece], options: dict[str, Any], sized_window: bool = False) -> Iterator[dict[str, Any]]:
+    def _one_pass_per_piece(
+        self, pieces: Sequence[Piece], options: dict[str, Any], shortest_window_s: float | None = None
+    ) -> Iterator[dict[str, Any]]:
         """The pipeline's options for decoding each piece in one pass (``piece_ending.py``).
 
         ``FinishEachPiece`` needs each row's audio length, which the pipeline does not pass on:
@@ -449,8 +451,8 @@ class SpeechRecognizer:
         ``segments`` are dropped from the answer. With a prompt, the sequences start with it, and the
         pipeline would give each word the time of the word a prompt's length before it (``Good``
         0.0-0.0, ``morning,`` 0.0-0.0 instead of 0.0-0.44, 0.44-1.14): the prompt is cut off them.
-        With ``sized_window`` the features are cut to the rows' longest piece and a margin and the
-        encoder reads only those (``encoder_window``)."""
+        With ``shortest_window_s`` the features are cut to the rows' longest piece and a margin (at
+        least that many seconds) and the encoder reads only those (``encoder_window``)."""
         finishing = FinishEachPiece(self.model.generation_config)
         start_of_transcript = self.model.generation_config.decoder_start_token_id
         lengths = [piece.length / SAMPLING_RATE for piece in pieces]
@@ -462,8 +464,8 @@ class SpeechRecognizer:
             finishing.piece_seconds = lengths[:rows]
             del lengths[:rows]
             window = nullcontext()
-            if sized_window and rows:
-                frames = window_frames(max(finishing.piece_seconds), features.shape[-1])
+            if shortest_window_s is not None and rows:
+                frames = window_frames(max(finishing.piece_seconds), features.shape[-1], shortest_window_s)
                 args, kwargs = _features_cut(args, kwargs, frames)
                 window = encoder_window(self.model, frames)
             with window:

@@ -16,8 +16,9 @@ from speaker_transcripts.live.events import (
     TranscriptDelta,
     TranscriptSegment,
 )
-from speaker_transcripts.live.session import LOOKAHEAD_S, LiveConfig, LiveSession
+from speaker_transcripts.live.session import LOOKAHEAD_S, LiveConfig, LiveSession, said_before
 from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.transcript import Chunk
 
 RATE = 16000
 
@@ -63,6 +64,34 @@ def test_each_turn_starts_stops_and_completes_with_its_deltas_and_segments_in_or
         assert all(segment.speaker for segment in segments) and [s.start for s in segments] == sorted(s.start for s in segments)
         started, stopped = item_events[0], next(event for event in item_events if isinstance(event, SpeechStopped))
         assert 0 <= started.audio_start_ms < stopped.audio_end_ms <= len(conversation) * 1000 // RATE
+
+
+def test_a_lookahead_decode_keeps_the_words_whose_middle_is_before_the_next_turn():
+    """A seam as cross-attention times it (conv01's 4th): the turn's last word runs past the next turn's start
+    (3.0 s), the next turn's first word starts before it; each goes to its own turn by its middle."""
+    words = [Chunk(" migration.", 1.59, 2.91), Chunk(" How", 2.91, 3.45), Chunk(" far", 3.45, 3.67)]
+    assert [word.text for word in said_before(words, 3.0)] == [" migration."]
+    assert said_before([Chunk(" that?", 2.28, 3.14)], 3.0) == [Chunk(" that?", 2.28, 3.14)]
+
+
+def test_a_final_decode_hears_a_longer_window_than_an_interim_one(live_handler, conversation, monkeypatch):
+    """Interim decodes: the encoder's window sized to the buffer (at least ``SHORTEST_S``); final decodes: at
+    least ``FINAL_WINDOW_S``, which Whisper hears short turns better in."""
+    from speaker_transcripts.models.encoder_window import SHORTEST_S
+
+    recognizer = live_handler.recognizer
+    windows: list[tuple[bool, float]] = []
+
+    def transcribe(*args, shortest_window_s, retry_loops, **kwargs):
+        windows.append((retry_loops, shortest_window_s))
+        return type(recognizer).transcribe(recognizer, *args, shortest_window_s=shortest_window_s, retry_loops=retry_loops, **kwargs)
+
+    monkeypatch.setattr(recognizer, "transcribe", transcribe)
+    session = LiveSession(live_handler, LiveConfig(language="en", diarize=False))
+    completed = [event for event in stream(session, conversation) + session.close() if isinstance(event, TranscriptCompleted)]
+    assert len(completed) == 2 and live.FINAL_WINDOW_S > SHORTEST_S
+    assert sorted(set(windows)) == [(False, SHORTEST_S), (True, live.FINAL_WINDOW_S)]
+    assert sum(final for final, _ in windows) == 2  # one final decode a turn
 
 
 def marked_decodes(monkeypatch) -> list[list]:
@@ -116,7 +145,7 @@ def test_a_turns_final_text_is_its_whole_decode_with_what_follows_not_its_deltas
     for item_events, words, next_start in zip(items, finals, next_starts, strict=True):
         stopped = next(event for event in item_events if isinstance(event, SpeechStopped)).audio_end_ms / 1000
         assert words[-1].end > min(stopped + LOOKAHEAD_S, end) - 0.6  # the decode heard what followed the turn
-        final = joined_text([word for word in words if word.start < next_start - 0.05])
+        final = joined_text([word for word in words if (word.start + word.end) / 2 < next_start])  # said_before
         deltas = [event.delta for event in item_events if isinstance(event, TranscriptDelta)]
         assert deltas and deltas[0].startswith("interim0")  # interim words went out while the turn was spoken
         assert item_events[-1].transcript == final
@@ -124,12 +153,16 @@ def test_a_turns_final_text_is_its_whole_decode_with_what_follows_not_its_deltas
     assert session._prompt(session.audio.end).endswith(final[-60:])  # the next turn hears the final words, not the deltas
 
 
-def test_without_lookahead_a_turns_final_text_comes_when_it_stops(live_handler, conversation, monkeypatch):
-    """``lookahead_s=0`` (``LIVE_LOOKAHEAD_S``, the default): each turn's final decode ends where the turn stopped,
-    and its ``completed`` comes with its stop, no audio after it needed."""
+@pytest.mark.parametrize("lookahead_s, shedding", [(0.0, False), (LOOKAHEAD_S, True)], ids=["no-lookahead", "behind"])
+def test_without_lookahead_a_turns_final_text_comes_when_it_stops(live_handler, conversation, monkeypatch, lookahead_s, shedding):
+    """``lookahead_s=0`` (``LIVE_LOOKAHEAD_S``, the default), or a session behind (``shedding``) whatever its
+    lookahead: each turn's final decode ends where the turn stopped, and its ``completed`` comes with its stop,
+    no audio after it needed, even when the audio after the stop came in the same append (2-s appends, as a
+    session behind takes them) and holds the next turn's first words."""
     finals = marked_decodes(monkeypatch)
-    session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=0))
-    events = stream(session, conversation)
+    session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=lookahead_s))
+    session.shedding = shedding
+    events = stream(session, conversation, piece_s=2.0)
     stops = [event.audio_end_ms / 1000 for event in events if isinstance(event, SpeechStopped)]
     assert sum(isinstance(event, TranscriptCompleted) for event in events) == len(stops) == len(finals) == 2
     assert all(stop - 0.6 < words[-1].end <= stop for words, stop in zip(finals, stops, strict=True))

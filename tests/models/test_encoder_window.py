@@ -19,6 +19,7 @@ def test_the_window_holds_the_audio_and_a_margin_and_never_exceeds_30_s():
     assert window_frames(10.0, 3000) == round((10.0 + MARGIN_S) * 100)
     assert window_frames(10.005, 3000) % 2 == 0  # the encoder's second convolution halves it
     assert window_frames(29.5, 3000) == 3000
+    assert window_frames(1.0, 3000, 12.0) == 1200 and window_frames(1.0, 3000, 1.0) == round(SHORTEST_S * 100)  # a longer shortest window; never under SHORTEST_S
 
 
 def test_inside_the_window_the_encoder_reads_fewer_frames_and_everything_is_restored_after():

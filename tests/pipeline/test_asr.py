@@ -327,9 +327,9 @@ def test_without_retries_a_looping_piece_gives_no_words_and_is_not_decoded_again
 
 
 def test_a_sized_window_encodes_the_piece_and_a_margin_and_times_words_inside_the_audio(recognizers, speech, monkeypatch):
-    """``sized_window``: the encoder reads the piece plus the margin (never 3,000 frames for a few
-    seconds), the word times stay inside the audio, and the model is whole again afterwards."""
-    from speaker_transcripts.models.encoder_window import window_frames
+    """``shortest_window_s``: the encoder reads the piece plus the margin, at least that long (never 3,000
+    frames for a few seconds), the word times stay inside the audio, and the model is whole again afterwards."""
+    from speaker_transcripts.models.encoder_window import SHORTEST_S, window_frames
     from speaker_transcripts.pipeline.long_form import Piece
 
     recognizer = recognizers["english"]
@@ -340,11 +340,14 @@ def test_a_sized_window_encodes_the_piece_and_a_margin_and_times_words_inside_th
     try:
         config = InferenceConfig(language="en", return_timestamps="word")
         piece = [Piece(spans=((0, len(speech.samples)),))]
-        sized = recognizer.transcribe(speech.samples, config, speech.duration, pieces=piece, sized_window=True)
+        sized = recognizer.transcribe(speech.samples, config, speech.duration, pieces=piece, shortest_window_s=SHORTEST_S)
         with_sized, seen[:] = list(seen), []
+        recognizer.transcribe(speech.samples, config, speech.duration, pieces=piece, shortest_window_s=speech.duration + 8.0)
+        with_longer, seen[:] = list(seen), []
         recognizer.transcribe(speech.samples, config, speech.duration, pieces=piece)
     finally:
         handle.remove()
     assert set(with_sized) == {window_frames(speech.duration, 3000)} and set(seen) == {3000}
+    assert set(with_longer) == {window_frames(speech.duration, 3000, speech.duration + 8.0)} and with_sized[0] < with_longer[0] < 3000
     assert all(0 <= word.start <= word.end <= speech.duration + 0.02 for word in sized.chunks)
     assert recognizer.model.config.max_source_positions == 1500
