@@ -87,7 +87,7 @@ BUDGETED_S = 20
 # Whisper learnt on 30-s windows; a 2-5 s turn decoded in a 6-s window is misheard more often ("fixed two mug"
 # for "two bugs"): bench/live_finals.py --window, final WER of the dev conversations' turns by the shortest
 # window, without lookahead / with 3 s: 6 s 14.5 / 10.8 %, 12 s 11.5 / 10.8 %, 18 s 11.8 / 10.8 %, 30 s
-# 12.5 / 10.1 %; the final decodes' CPU time 15.9, 16.9, 23.3, 35.5 s (without lookahead).
+# 12.5 / 10.1 %; the final decodes' CPU time, scratch-timed without lookahead: 15.9, 16.9, 23.3, 35.5 s.
 FINAL_WINDOW_S = 12.0
 
 
