@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.evaluation.scoring import DiarizationTotals, load_manifest
     from speaker_transcripts.pipeline.diarization import Turn
+    from speaker_transcripts.pipeline.phrase_speakers import Checked
     from speaker_transcripts.pipeline.speaker_count import COUNT_ADVICE
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = len({turn.speaker for turn in entry.turns if turn.start < SCORED_SECONDS})
         for way in WAYS:
             if way == "no phrase check":
-                Transcriber._checked_by_phrases = lambda _self, found, *_: found
+                Transcriber._checked_by_phrases = lambda _self, found, *_: Checked(found)
             started = time.perf_counter()
             try:
                 answer = handler({"inputs": audio, "parameters": {"return_timestamps": "word", "language": "en"}})

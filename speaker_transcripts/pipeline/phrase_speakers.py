@@ -38,6 +38,17 @@ MIN_SIDE_S = 3.0  # of phrase speech on each side of a split: a few odd phrases 
 
 
 @dataclass(frozen=True)
+class Checked:
+    """The check's answer: the diarization after it and, where diarization heard one voice, how far apart
+    (cosine) the two halves of its embedded phrases lie (``spread``; None: several voices, or too few phrases
+    to tell). One voice in a short recording is one person when its halves lie close, a quick exchange heard
+    as one when they do not (the count warning, ``speaker_count.count_doubts``)."""
+
+    diarization: Diarization
+    spread: float | None = None
+
+
+@dataclass(frozen=True)
 class Phrase:
     """Words ``words`` (indices) of one speaker, from ``start`` to ``end`` seconds."""
 
@@ -58,12 +69,13 @@ def checked(
     sampling_rate: int,
     embed: Callable[[np.ndarray], np.ndarray],
     may_add: bool,
-) -> Diarization:
+) -> Checked:
     """``found`` after the check: the words attributed as usual, cut into phrases, the phrases of
     ``PHRASE_MIN_S`` or more embedded with ``embed`` (the diarization's model, so one space), and
     the phrases that ``regrouped`` moves given to their new speaker. A new speaker is labelled
     after the last ``SPEAKER_NN`` and its embedding is its phrases' centroid. ``may_add`` is false
-    when the client fixed the count (``num_speakers``) or it is at ``max_speakers``."""
+    when the client fixed the count (``num_speakers``) or it is at ``max_speakers``. Where the phrases
+    are all one speaker's, their ``spread`` comes with the answer (``Checked``)."""
     spoken = phrases(words, word_speakers(words, found.turns))
     vectors = embedded(spoken, samples, sampling_rate, embed)
     added: list[str] = []
@@ -73,16 +85,18 @@ def checked(
         added.append(f"SPEAKER_{max(numbers, default=-1) + 1:02d}")
         return added[-1]
 
+    heard = list(dict.fromkeys(phrase.speaker for phrase in spoken))
+    spread = _spread(spoken, vectors, heard[0]) if len(heard) == 1 else None
     labels = regrouped(spoken, vectors, may_add, new_label)
     spans = [(label, phrase.start, phrase.end) for phrase, label in zip(spoken, labels, strict=True) if label != phrase.speaker]
     if not spans:
-        return found
-    voices = {}
+        return Checked(found, spread)
+    added_voices = {}
     for label in added:
         centre = _centre(vectors, [index for index, other in enumerate(labels) if other == label and vectors[index] is not None])
         if centre is not None:
-            voices[label] = centre.astype(np.float32)
-    return moved(found, spans, voices)
+            added_voices[label] = centre.astype(np.float32)
+    return Checked(moved(found, spans, added_voices), spread)
 
 
 def embedded(
@@ -148,22 +162,11 @@ def regrouped(
     each of ``MIN_SIDE_S`` or more, loses the smaller group to the other speaker nearest to it
     (within ``SPLIT_DISTANCE``) or, when ``may_add``, to a new speaker from ``new_label``. Each
     speaker found by diarization is questioned once."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-
     labels = [phrase.speaker for phrase in spoken]
     for speaker in dict.fromkeys(labels):
-        own = [index for index, label in enumerate(labels) if label == speaker and vectors[index] is not None]
-        if len(own) < MIN_PHRASES:
-            continue
-        matrix = np.stack([_unit(vectors[index]) for index in own])
-        sample = matrix[:: -(-len(own) // MAX_CLUSTERED)]  # the linkage's memory grows with the square of its phrases
-        halves = fcluster(linkage(sample, method="average", metric="cosine"), 2, criterion="maxclust")
-        if len(sample) < len(own):  # every phrase to the nearer centre of the sample's two halves
-            sampled = np.stack([_unit(sample[halves == half].mean(axis=0)) for half in (1, 2) if np.any(halves == half)])
-            halves = 1 + np.argmax(matrix @ sampled.T, axis=1)
-        sides = [[own[k] for k in range(len(own)) if halves[k] == half] for half in (1, 2)]
+        sides = _halves(labels, vectors, speaker)
         seconds = [sum(spoken[index].seconds for index in side) for side in sides]
-        if len(set(halves)) < 2 or min(seconds) < MIN_SIDE_S:
+        if len(sides) < 2 or not all(sides) or min(seconds) < MIN_SIDE_S:
             continue
         centres = [_centre(vectors, side) for side in sides]
         if _distance(*centres) <= SPLIT_DISTANCE:
@@ -184,6 +187,37 @@ def regrouped(
         for index in sides[smaller]:
             labels[index] = target
     return labels
+
+
+def _halves(labels: Sequence[str], vectors: Sequence[np.ndarray | None], speaker: str) -> list[list[int]]:
+    """The embedded phrases of ``speaker`` (indices) cut in two by average linkage (cosine), an evenly
+    spaced sample of ``MAX_CLUSTERED`` beyond that many and every phrase then to the nearer half's centre;
+    [] under ``MIN_PHRASES`` embedded phrases. A half may be empty (all the phrases alike)."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    own = [index for index, label in enumerate(labels) if label == speaker and vectors[index] is not None]
+    if len(own) < MIN_PHRASES:
+        return []
+    matrix = np.stack([_unit(vectors[index]) for index in own])
+    sample = matrix[:: -(-len(own) // MAX_CLUSTERED)]  # the linkage's memory grows with the square of its phrases
+    halves = fcluster(linkage(sample, method="average", metric="cosine"), 2, criterion="maxclust")
+    if len(sample) < len(own):  # every phrase to the nearer centre of the sample's two halves
+        sampled = np.stack([_unit(sample[halves == half].mean(axis=0)) for half in (1, 2) if np.any(halves == half)])
+        halves = 1 + np.argmax(matrix @ sampled.T, axis=1)
+    return [[own[k] for k in range(len(own)) if halves[k] == half] for half in (1, 2)]
+
+
+def _spread(spoken: Sequence[Phrase], vectors: Sequence[np.ndarray | None], speaker: str) -> float | None:
+    """How far apart the two halves of ``speaker``'s phrases lie (``_halves``): 0 when all alike, None with
+    too few phrases to tell."""
+    sides = _halves([phrase.speaker for phrase in spoken], vectors, speaker)
+    if not sides:
+        return None
+    if not all(sides):
+        return 0.0
+    first, second = (_centre(vectors, side) for side in sides)
+    assert first is not None and second is not None
+    return _distance(first, second)
 
 
 def _unit(vector: np.ndarray | None) -> np.ndarray:

@@ -55,7 +55,7 @@ from speaker_transcripts.pipeline.diarization import (
     word_speakers,
 )
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
-from speaker_transcripts.pipeline.phrase_speakers import checked
+from speaker_transcripts.pipeline.phrase_speakers import Checked, checked
 from speaker_transcripts.pipeline.speaker_count import count_doubts
 from speaker_transcripts.pipeline.speaker_naming import (
     MAX_REFERENCE_S,
@@ -225,13 +225,14 @@ class Transcriber:
             raise
         if diarization is not None and not diarization.done():
             on_stage("diarizing")  # speech recognition is done; the speaker turns are not yet
-        found, matches = None, []
+        found, matches, spread = None, [], None
         if diarization is not None:
             found, name = diarization.result()
             if asr_config.return_timestamps == "word":
-                found = self._checked_by_phrases(found, transcript.chunks, audio.samples, config)
+                check = self._checked_by_phrases(found, transcript.chunks, audio.samples, config)
+                found, spread = check.diarization, check.spread
             found, matches = name(found)
-        warnings = warnings + _speaker_count_warnings(config, found) + unmatched_warnings(matches)
+        warnings = warnings + _speaker_count_warnings(config, found, spread) + unmatched_warnings(matches)
         if auto:
             self.decoding_policy.record(bool(config.assisted), duration, time.perf_counter() - started)
         chunks, speakers, warnings = self._attribute(transcript.chunks, found, config, asr_config, warnings)
@@ -239,13 +240,13 @@ class Transcriber:
         response = _response(transcript.text, chunks, speakers, transcript.language, duration, warnings, decoding)
         return response | (self._diarization_answer(found, matches, config) if found is not None else {})
 
-    def _checked_by_phrases(self, found: Diarization, words: list[Chunk], samples: np.ndarray, config: InferenceConfig) -> Diarization:
+    def _checked_by_phrases(self, found: Diarization, words: list[Chunk], samples: np.ndarray, config: InferenceConfig) -> Checked:
         """The speakers checked against the transcript's phrases (``phrase_speakers.py``): a voice that
         diarization heard as part of another's is split off. New speakers only where the client left
         room for them (no ``num_speakers``, under ``max_speakers``)."""
         embed = speaker_embedder(self.diarization_pipeline) if self.diarization_pipeline is not None else None
         if embed is None or not words:
-            return found
+            return Checked(found)
         hints = config.speaker_hints
         room = "max_speakers" not in hints or len(found.speakers) < hints["max_speakers"]
         may_add = "num_speakers" not in hints and room
@@ -437,10 +438,10 @@ def enrolment_speech(name: str, audio: Any, speech_gate: SpeechGate, should_stop
     return speech
 
 
-def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None) -> list[str]:
+def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None, spread: float | None = None) -> list[str]:
     """pyannote finds fewer speakers than asked for with a UserWarning in the server's log; the
     client who asked should hear it too. A count diarization chose itself is questioned where it
-    is often wrong (``speaker_count.count_doubts``)."""
+    is often wrong (``speaker_count.count_doubts``; ``spread``: the phrase check's, for one voice)."""
     if found is None:
         return []
     wanted = config.num_speakers or config.min_speakers
@@ -448,7 +449,7 @@ def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None) 
     if wanted and count < wanted:
         asked = f"exactly {wanted}" if config.num_speakers else f"at least {wanted}"
         return [f"asked for {asked} speakers, but diarization found {count} in this audio"]
-    return [] if config.num_speakers else count_doubts(found.turns, found.embeddings)
+    return [] if config.num_speakers else count_doubts(found.turns, found.embeddings, spread)
 
 
 def _return_freed_memory() -> None:

@@ -143,6 +143,7 @@ def quick_exchange() -> tuple[np.ndarray, list[tuple[str, float, float]]]:
 def test_a_quick_exchange_of_the_readers_keeps_each_reader_on_their_own_speaker(handler, monkeypatch):
     """Diarization hears reader A's digits as reader B (they come between B's pieces, a second or
     two each); the transcript's phrase check (pipeline/phrase_speakers.py) gives them back to A."""
+    from speaker_transcripts.pipeline.phrase_speakers import Checked
     from speaker_transcripts.pipeline.transcriber import Transcriber
     from tests.audio_files import pcm_wav
 
@@ -159,7 +160,7 @@ def test_a_quick_exchange_of_the_readers_keeps_each_reader_on_their_own_speaker(
         return best / len(said)
 
     checked = on_their_speaker(handler(request))
-    monkeypatch.setattr(Transcriber, "_checked_by_phrases", lambda _self, found, *_: found)
+    monkeypatch.setattr(Transcriber, "_checked_by_phrases", lambda _self, found, *_: Checked(found))
     unchecked = on_their_speaker(handler(request))
     assert checked >= 0.9 and checked - unchecked >= 0.1, (checked, unchecked)
 

@@ -138,11 +138,15 @@ def test_the_check_splits_a_voice_out_of_a_speaker_and_changes_nothing_where_it_
         return np.stack([voice(90.0 if clip.mean() > 0 else 0.0) for clip in clips])
 
     found = Diarization(turns=[Turn("SPEAKER_00", 0.0, 19.6)], timeline=[Turn("SPEAKER_00", 0.0, 19.6)], embeddings={"SPEAKER_00": voice(0)})
-    result = checked(found, words, samples, RATE, embed, may_add=True)
+    check = checked(found, words, samples, RATE, embed, may_add=True)
+    result = check.diarization
     bob = [(turn.start, turn.end) for turn in result.turns if turn.speaker == "SPEAKER_01"]
     assert bob == [(6.0, 7.6), (8.0, 9.6), (14.0, 15.6), (16.0, 17.6)]
     assert result.embeddings["SPEAKER_01"] == pytest.approx(voice(90))
-    assert checked(found, words, samples, RATE, embed, may_add=False) is found
+    assert check.spread == pytest.approx(1.0, abs=1e-6), "one voice found, its phrases' halves 90 degrees apart"
+    assert checked(found, words, samples, RATE, embed, may_add=False).diarization is found
+    alone = checked(found, words, np.abs(samples) * -1.0, RATE, embed, may_add=True)  # Ann's voice throughout
+    assert alone.diarization is found and alone.spread == pytest.approx(0.0, abs=1e-6)
 
 
 def test_words_out_of_time_order_and_a_long_word_still_make_sound_phrases_to_embed():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from speaker_transcripts.pipeline.diarization import Turn
-from speaker_transcripts.pipeline.speaker_count import CLOSE_VOICES, SHORT_SPEECH_S, closest_pair, count_doubts
+from speaker_transcripts.pipeline.speaker_count import CLOSE_VOICES, ONE_VOICE_SPREAD, SHORT_SPEECH_S, closest_pair, count_doubts
 
 
 def voice(angle_deg: float) -> np.ndarray:
@@ -22,6 +22,15 @@ def test_one_voice_in_a_short_recording_is_questioned_and_in_a_long_one_or_a_bli
     long = [Turn("SPEAKER_00", 0.0, SHORT_SPEECH_S + 1.0)]
     assert count_doubts(long, {"SPEAKER_00": voice(0)}) == []
     assert count_doubts([Turn("SPEAKER_00", 0.0, 0.5)], {}) == [], "half a second: nothing to question"
+
+
+def test_one_voice_whose_phrases_sound_alike_is_one_person_and_not_questioned():
+    """The phrase check's spread of the one voice: close halves are one person talking alone; far ones, or
+    none known (too few phrases, or no check), leave the doubt."""
+    short = [Turn("SPEAKER_00", 0.0, 24.0)]
+    assert count_doubts(short, {"SPEAKER_00": voice(0)}, spread=ONE_VOICE_SPREAD - 0.1) == []
+    assert len(count_doubts(short, {"SPEAKER_00": voice(0)}, spread=ONE_VOICE_SPREAD + 0.1)) == 1
+    assert len(count_doubts(short, {"SPEAKER_00": voice(0)}, spread=None)) == 1
 
 
 def test_two_voices_close_together_are_named_and_far_apart_are_not():

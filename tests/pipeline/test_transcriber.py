@@ -15,6 +15,7 @@ from pyannote.core import Annotation, Segment
 from speaker_transcripts.config import ModelSettings
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.pipeline.diarization import Diarization, Turn
+from speaker_transcripts.pipeline.phrase_speakers import Checked
 from speaker_transcripts.pipeline.transcriber import Transcriber
 
 SPEECH_SECONDS = 2.786
@@ -571,7 +572,7 @@ def test_the_phrase_check_runs_on_word_attribution_and_adds_speakers_only_where_
 
     def split_everything(found, words, samples, rate, embed, may_add):
         seen.update(words=len(words), seconds=len(samples) / rate, may_add=may_add, embeds=embed(samples[:rate]).shape)
-        return Diarization([Turn("CHECKED", 0.0, 3.0)], [Turn("CHECKED", 0.0, 3.0)], {})
+        return Checked(Diarization([Turn("CHECKED", 0.0, 3.0)], [Turn("CHECKED", 0.0, 3.0)], {}))
 
     monkeypatch.setattr(transcriber, "checked", split_everything)
     result = handler({"inputs": b64(speech_wav), "parameters": {"language": "en", **parameters}})
@@ -584,6 +585,18 @@ def test_the_phrase_check_runs_on_word_attribution_and_adds_speakers_only_where_
     assert result["diarization"] == [{"speaker": "CHECKED", "start": 0.0, "end": 3.0}]
 
 
+@pytest.mark.parametrize(("spread", "warned"), [(0.1, False), (0.9, True), (None, True)])
+def test_one_voice_is_questioned_unless_the_phrase_check_heard_one_person(handler, speech_wav, monkeypatch, spread, warned):
+    """A short recording heard as one voice gets the count warning, unless the phrase check's halves of that
+    voice's phrases lie close (``speaker_count.ONE_VOICE_SPREAD``): one person talking alone."""
+    from speaker_transcripts.pipeline import transcriber
+
+    one_voice = Diarization([Turn("SPEAKER_00", 0.0, 3.0)], [Turn("SPEAKER_00", 0.0, 3.0)], {})
+    monkeypatch.setattr(transcriber, "checked", lambda found, *_: Checked(one_voice, spread))
+    result = handler({"inputs": b64(speech_wav), "parameters": {"language": "en"}})
+    assert any("to one voice" in warning for warning in result["warnings"]) is warned, result["warnings"]
+
+
 def test_a_speaker_the_phrase_check_adds_can_be_named_by_a_clip(handler, speech_wav, monkeypatch):
     """Names are given after the phrase check: a voice diarization had merged into another's, split
     off by the check, is matched with the enrolment clips like any other speaker."""
@@ -591,7 +604,7 @@ def test_a_speaker_the_phrase_check_adds_can_be_named_by_a_clip(handler, speech_
 
     def split_off(found, words, samples, rate, embed, may_add):
         voice = embed(samples)
-        return Diarization([Turn("SPEAKER_07", 0.0, 3.0)], [Turn("SPEAKER_07", 0.0, 3.0)], {"SPEAKER_07": voice})
+        return Checked(Diarization([Turn("SPEAKER_07", 0.0, 3.0)], [Turn("SPEAKER_07", 0.0, 3.0)], {"SPEAKER_07": voice}))
 
     monkeypatch.setattr(transcriber, "checked", split_off)
     clip = {"name": "Ann", "audio": b64(speech_wav)}
