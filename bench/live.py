@@ -45,6 +45,8 @@ PIECE_S = 0.1
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    from speaker_transcripts.config import ServerSettings
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
@@ -52,14 +54,16 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
     parser.add_argument("--no-shed", dest="shed", action="store_false", help="keep every interim decode while behind (the old way)")
     parser.add_argument("--speed", type=float, default=1.0, help="pace over real time (1: real time)")
-    parser.add_argument("--lookahead", type=float, default=0.0, help="seconds after a stopped turn its final decode hears (LIVE_LOOKAHEAD_S)")
+    parser.add_argument("--lookahead", type=float, default=ServerSettings.model_fields["live_lookahead_s"].default,
+                        help="seconds after a stopped turn its final decode hears while its session is alone (LIVE_LOOKAHEAD_S, its default)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
 
 
-def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True) -> dict[str, Any]:
+def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, alone: Any = lambda: True) -> dict[str, Any]:
     """Feed ``samples`` at ``speed`` x real time; the session processes what arrived whenever it is free
-    (``shed``: fewer interim decodes while it is behind, as the server's route has it)."""
+    (``shed``: fewer interim decodes while it is behind; ``alone()``: no other session streaming now, so
+    the lookahead applies; both as the server's route has them)."""
     from speaker_transcripts.live.backlog import LagWatch
     from speaker_transcripts.live.events import TranscriptCompleted, TranscriptDelta, TranscriptSegment
 
@@ -106,6 +110,7 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True) -
         if (report := watch.observe((time.monotonic() - started) * speed - fed / 16000)) is not None:
             reports.append(report)
         session.shedding = shed and watch.shedding
+        session.alone = alone()
         chunk = np.concatenate(batch)
         fed += len(chunk)
         backlog_peak = max(backlog_peak, (time.monotonic() - started) * speed - fed / 16000)
@@ -150,10 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         wall_before = time.monotonic()
         for group in groups:
             group_results: list[dict[str, Any]] = [{} for _ in group]
+            streaming = [len(group)]  # sessions of the group not finished yet
+            finishing = threading.Lock()
 
-            def run(index: int, entry: Any, into: list[dict[str, Any]]) -> None:
+            def run(index: int, entry: Any, into: list[dict[str, Any]], streaming: list[int] = streaming, finishing: Any = finishing) -> None:
                 session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=arguments.lookahead))
-                into[index] = stream(session, audio[entry.name], arguments.speed, shed=arguments.shed)
+                try:
+                    into[index] = stream(session, audio[entry.name], arguments.speed, shed=arguments.shed, alone=lambda: streaming[0] == 1)
+                finally:
+                    with finishing:
+                        streaming[0] -= 1
 
             threads = [threading.Thread(target=run, args=(index, entry, group_results)) for index, entry in enumerate(group)]
             for thread in threads:

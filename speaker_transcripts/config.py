@@ -165,10 +165,12 @@ class ServerSettings(BaseSettings):
     live_max_session_s: float = Field(default=4 * 3600.0, gt=0)
     live_max_frame_kb: int = Field(default=1024, ge=16, le=16 * 1024)
     live_max_backlog_s: float = Field(default=30.0, gt=0, le=600)
-    # Audio after a stopped turn its final decode hears (0: decoded at its end, as soon as it stops).
-    # 3 s: final WER 14.5 -> 12.2 %, word latency p50 +0.3-0.5 s, and two sessions with speakers no longer
-    # keep real time on 2 cores (bench/live.py, docs/performance.md round eight): off by default.
-    live_lookahead_s: float = Field(default=0.0, ge=0, le=10)
+    # Audio after a stopped turn its final decode hears, in Whisper's whole window, while the session is the
+    # only one open (0: decoded at its end, as soon as it stops). Beside another session a turn is decoded at
+    # its end: on 2 cores two sessions with speakers have no time to spare for it. One session with speakers
+    # (bench/live.py, docs/performance.md round ten): final WER 11.5 -> 9.8 % (file path 8.8 %), word
+    # latency unchanged (the final decode waits for a pause), the turn's `completed` and segments ~3 s later.
+    live_lookahead_s: float = Field(default=3.0, ge=0, le=10)
 
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod

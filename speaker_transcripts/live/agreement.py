@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from speaker_transcripts.pipeline.transcript import Chunk
+from speaker_transcripts.pipeline.transcript import Chunk, spelled
 
 # A word that starts up to this long before the last committed word's end may still be new (word
 # times from cross-attention wobble by a frame or two between decodes): whisper_streaming's 0.1 s.
@@ -43,13 +43,8 @@ MAX_NGRAM = 5
 SETTLED_S = 0.5
 
 
-def _spelled(word: Chunk) -> str:
-    """A word as agreement compares it: its letters and digits, in lower case."""
-    return "".join(character for character in word.text.lower() if character.isalnum())
-
-
 def _same(one: Chunk, other: Chunk) -> bool:
-    return _spelled(one) == _spelled(other)
+    return spelled(one) == spelled(other)
 
 
 class LocalAgreement:
@@ -97,8 +92,8 @@ class LocalAgreement:
         if not new or not self.committed or abs(new[0].start - self.last_end) >= NGRAM_WINDOW_S:
             return new
         for size in range(min(len(self.committed), len(new), MAX_NGRAM), 0, -1):
-            tail = " ".join(_spelled(word) for word in self.committed[-size:])
-            head = " ".join(_spelled(word) for word in new[:size])
+            tail = " ".join(spelled(word) for word in self.committed[-size:])
+            head = " ".join(spelled(word) for word in new[:size])
             if tail == head:
                 return new[size:]
         return new

@@ -11,9 +11,10 @@ that loops is dropped rather than decoded four more times. ``agreement.LocalAgre
 words two decodes agree on, and the words that end half a second or more before the audio heard
 (AlignAtt's rule) and sends them as deltas. When the turn stops, its audio is decoded once more,
 whole, with the final text before it as the prompt, and that decode is its final text (with a
-lookahead, ``LiveConfig.lookahead_s``: together with that much of the audio after it, once it has
-come, the words that start before the next turn kept, while the words its last decode heard go out as
-deltas at once): the deltas were decoded from growing prefixes of the turn, and a word at the start of
+lookahead, ``LiveConfig.lookahead_s``, while the session is the only one on the models, ``alone``:
+together with that much of the audio after it, in Whisper's whole window, once it has come and the
+next turn has paused, the words said before the next turn kept, while the words its last decode heard
+go out as deltas at once): the deltas were decoded from growing prefixes of the turn, and a word at the start of
 a short prefix, or at the very end of the audio heard, is often misheard ("The Icework" for "Nice work";
 18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end, 11.5 % with 3 s of what
 follows, ``bench/live_finals.py``). A turn the client commits, or the session ends, is decoded for its
@@ -89,6 +90,17 @@ BUDGETED_S = 20
 # window, without lookahead / with 3 s: 6 s 14.5 / 10.8 %, 12 s 11.5 / 10.8 %, 18 s 11.8 / 10.8 %, 30 s
 # 12.5 / 10.1 %; the final decodes' CPU time, scratch-timed without lookahead: 15.9, 16.9, 23.3, 35.5 s.
 FINAL_WINDOW_S = 12.0
+# ... and a final decode that hears what follows the turn (the lookahead) reads Whisper's whole 30-s window:
+# 10.8 -> 10.1 % in that replay, the file path's 8.8 % x 1.15, for twice the final decodes' CPU. A session
+# does that only while it is the only one on the models (``LiveSession.alone``): two sessions with speakers,
+# or three text-only, on 2 cores have no second core's worth to spare (bench/live.py).
+LOOKAHEAD_WINDOW_S = 30.0
+# That decode costs a second or more on 2 cores; made as soon as its lookahead had come, it fell in the middle
+# of the next turn and held that turn's words back (word latency p50 / p90 1.47 / 2.26 s with a 12-s window,
+# 1.79 / 3.64 s with the whole one, bench/live.py). It waits for a pause: until no turn is open (the next
+# turn stopped, after that turn's own last words went out), but no longer than this after the turn's end.
+# Turns shorter than the lookahead stop before the one before them has all of it: several turns may wait.
+SETTLE_WITHIN_S = 8.0
 
 
 class LiveModels(Protocol):
@@ -173,6 +185,7 @@ class _Item:
     text: str = ""  # the deltas joined
     final: list[Chunk] = field(default_factory=list)  # the turn's final words: cut off the buffer, then its final decode
     end: int = 0  # the turn's last sample, once it stopped
+    next_start: int | None = None  # the next turn's first sample, once it started
     sent: int = 0  # final words already sent in segments
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
 
@@ -212,12 +225,13 @@ class LiveSession:
         self.last_speech = 0  # end of the latest window Silero heard speech in
         self.windows = 0  # windows Silero has scored
         self.item: _Item | None = None
-        self.settling: _Item | None = None  # a stopped turn waiting for lookahead_s of audio before its final decode
+        self.settling: deque[_Item] = deque()  # stopped turns waiting for lookahead_s of audio (and a pause) before their final decode
         self.previous_item_id: str | None = None
         self.language = config.language
         self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
         self.segments = 0
         self.shedding = False  # set by the session's owner while it is behind the audio (live/backlog.py)
+        self.alone = True  # set by the session's owner: no other live session shares the models now
         self.diarizer: LiveDiarizer | None = None
         self._catching_up: Future[Any] | None = None  # the diarizer's step in flight, beside the decodes
         if config.diarize and supports_live_diarization(models.diarization_pipeline):
@@ -257,8 +271,9 @@ class LiveSession:
         elif self.item is None and len(samples):
             events += self._open(first, announced=False)
         events += self._step()
-        if self.settling is not None and self.audio.end >= self.settling.end + self.config.lookahead_s * SAMPLING_RATE:
-            events += self._settle()  # after the open turn's words: what is being said first
+        while self.settling and self.audio.end >= self.settling[0].end + self.config.lookahead_s * SAMPLING_RATE and (
+                self.item is None or self.audio.end >= self.settling[0].end + SETTLE_WITHIN_S * SAMPLING_RATE):
+            events += self._settle(self.settling.popleft())  # in a pause, after the open turn's words: what is being said first
         self._drop_old_audio()
         return events
 
@@ -267,7 +282,7 @@ class LiveSession:
         if self.item is None or self.audio.end - self.item.start < MIN_COMMIT_S * SAMPLING_RATE:
             raise NothingToCommit(
                 f"the input audio buffer holds less than {MIN_COMMIT_S * 1000:g} ms of audio since the last commit; nothing to commit",
-                self._settle(),
+                self._settle_all(),
             )
         if self.turns is not None:
             self.turns.force_stop(self.audio.end)
@@ -282,45 +297,53 @@ class LiveSession:
 
     def close(self) -> list[LiveEvent]:
         """The end of the session: turns not final yet are finished with what was heard."""
-        return self._close(self.audio.end, stopped=False) if self.item is not None else self._settle()
+        return self._close(self.audio.end, stopped=False) if self.item is not None else self._settle_all()
 
     def _open(self, sample: int, announced: bool) -> list[LiveEvent]:
         item = _Item(id=self.new_id("item"), start=sample, buffer_start=sample, last_decoded=sample)
+        if self.settling and self.settling[-1].next_start is None:
+            self.settling[-1].next_start = sample
         item.agreement.last_end = sample / SAMPLING_RATE
         self.item = item
         return [SpeechStarted(item.id, _ms(sample))] if announced else []
 
     def _close(self, end: int, stopped: bool) -> list[LiveEvent]:
         """The turn is over at ``end``. Its final text is decoded now, unless the turn detector stopped
-        it and the session has a lookahead and is not behind (``shedding``): then its last words go out as
+        it and the session has a lookahead, is ``alone`` and is not behind (``shedding``): then its last words go out as
         deltas now and its final text waits for ``lookahead_s`` of what follows (``_settle``). Decoded now,
         it hears nothing after ``end``: the audio after it may hold the next turn's first words, and the
-        next turn is not open yet."""
+        next turn is not open yet. Turns still settling are final before this one; decoded now, this one's final
+        decode comes after theirs; waiting, it joins them (``append`` settles them in a pause: ``SETTLE_WITHIN_S``)."""
         item = self.item
         assert item is not None
         events: list[LiveEvent] = [SpeechStopped(item.id, _ms(end))] if stopped else []
         events.append(Committed(item.id, self.previous_item_id))
-        events += self._settle()  # an earlier turn still settling is final first
         item.end = end
-        self.previous_item_id, self.item, self.settling = item.id, None, item
-        if not stopped or not self.config.lookahead_s or self.shedding:
-            return events + self._settle(item.agreement, lookahead=False)
+        self.previous_item_id, self.item = item.id, None
+        if not stopped or not self.config.lookahead_s or self.shedding or not self.alone:
+            return events + self._settle_all() + self._settle(item, item.agreement, lookahead=False)
         speech_since = self.last_speech > item.last_decoded  # the last interim decode may have missed the last words
         heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False)
+        self.settling.append(item)
         return events + self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
 
-    def _settle(self, agreement: LocalAgreement | None = None, lookahead: bool = True) -> list[LiveEvent]:
-        """The settling turn's final decode, over its audio and (``lookahead``) what came after it (up to
-        ``lookahead_s``), keeping the words that belong before the next turn (``said_before``); its segments and
+    def _settle_all(self) -> list[LiveEvent]:
+        """Every turn still settling final now, in order, with what came after each so far."""
+        events: list[LiveEvent] = []
+        while self.settling:
+            events += self._settle(self.settling.popleft())
+        return events
+
+    def _settle(self, item: _Item, agreement: LocalAgreement | None = None, lookahead: bool = True) -> list[LiveEvent]:
+        """A stopped turn's final decode, over its audio and (``lookahead``) what came after it (up to
+        ``lookahead_s``, in Whisper's whole window: ``LOOKAHEAD_WINDOW_S``), keeping the words that belong
+        before the next turn (``said_before``); its segments and
         ``completed``. ``agreement``: the turn's words heard but not sent yet go out as deltas first; a
         turn none of whose words went out (its interim decodes dropped as loops) gets its final words as deltas."""
-        item = self.settling
-        if item is None:
-            return []
-        self.settling = None
         stop = min(self.audio.end, item.end + int(self.config.lookahead_s * SAMPLING_RATE)) if lookahead else item.end
-        limit = self.item.start if self.item is not None else stop
-        heard = self._decode_and_diarize(item.buffer_start if self.last_speech > item.buffer_start else None, stop, final=True)
+        limit = min(stop, item.next_start) if item.next_start is not None else stop
+        heard = self._decode_and_diarize(item.buffer_start if self.last_speech > item.buffer_start else None, stop, final=True,
+                                         window_s=LOOKAHEAD_WINDOW_S if lookahead else FINAL_WINDOW_S)
         events = self._deliver(item, agreement.update(heard) + agreement.flush()) if agreement is not None else []
         final = said_before([word for word in heard if word.text.strip()], limit / SAMPLING_RATE)
         if not item.text:
@@ -363,12 +386,12 @@ class LiveSession:
             events += self._trim(item)
         return events + self._segments(item, self.audio.end, final=False)
 
-    def _decode_and_diarize(self, start: int | None, end: int, final: bool) -> list[Chunk]:
+    def _decode_and_diarize(self, start: int | None, end: int, final: bool, window_s: float = FINAL_WINDOW_S) -> list[Chunk]:
         """With the models held: Whisper's words for ``[start, end)`` (None: no decode), while the
         diarizer catches up to ``end`` beside it, on the other core (as file requests run them). A
         decode never waits for the diarizer: a step still running is left to finish and the next one
         starts after it. ``final``: the timeline up to ``end`` becomes final with the windows there
-        are, and that is waited for (the turn's last segments need it)."""
+        are, and that is waited for (the turn's last segments need it); ``window_s``: a final decode's shortest encoder window."""
         with self.models.exclusive():
             if self.diarizer is not None:
                 if final:
@@ -376,7 +399,7 @@ class LiveSession:
                 if self._diarizer_done(wait=False):
                     self._catching_up = self.models.beside.submit(self.diarizer.advance, self.audio.read, end, final)
             try:
-                return self._decode(start, end, final) if start is not None else []
+                return self._decode(start, end, final, window_s) if start is not None else []
             finally:
                 if final:
                     self._diarizer_done(wait=True)
@@ -393,9 +416,9 @@ class LiveSession:
         running.result()
         return True
 
-    def _decode(self, start: int, end: int, final: bool) -> list[Chunk]:
+    def _decode(self, start: int, end: int, final: bool, window_s: float = FINAL_WINDOW_S) -> list[Chunk]:
         """Whisper's words for the session's samples ``[start, end)``, on the session's clock. The
-        encoder reads the buffer and a margin, not 30 s (a final decode: at least ``FINAL_WINDOW_S``), and the token budget is the buffer's
+        encoder reads the buffer and a margin, not 30 s (a final decode: at least ``window_s``), and the token budget is the buffer's
         (``asr.token_budget``): a looping decode stops within a second's worth of tokens. An interim
         hypothesis that loops is dropped (the next decode hears more); a final one is decoded again."""
         samples = self.audio.read(start, end)
@@ -406,7 +429,7 @@ class LiveSession:
                                  chunk_length_s=min(max(math.ceil(seconds), 1), BUDGETED_S))
         transcript = self.models.recognizer.transcribe(  # the caller holds the models (_decode_and_diarize)
             samples, config, seconds, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop,
-            shortest_window_s=FINAL_WINDOW_S if final else SHORTEST_S, retry_loops=final,
+            shortest_window_s=window_s if final else SHORTEST_S, retry_loops=final,
         )
         self.language = self.language or transcript.language
         offset = start / SAMPLING_RATE
@@ -481,7 +504,7 @@ class LiveSession:
 
     def _drop_old_audio(self) -> None:
         keep = self.audio.end - int(KEEP_BEFORE_S * SAMPLING_RATE)
-        for item in (self.item, self.settling):
+        for item in (self.item, *self.settling):
             if item is not None:
                 keep = min(keep, item.buffer_start)
         if self.diarizer is not None:

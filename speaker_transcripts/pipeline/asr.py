@@ -44,10 +44,11 @@ from speaker_transcripts.models.encoder_window import encoder_window, window_fra
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
+from speaker_transcripts.pipeline.loop_ending import EndLoops
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
-from speaker_transcripts.pipeline.repetition import COMPRESSION_RATIO_LIMIT, compression_ratio, looping
+from speaker_transcripts.pipeline.repetition import COMPRESSION_RATIO_LIMIT, compression_ratio, looping, repeated_tail
 from speaker_transcripts.pipeline.token_suppression import with_masks_built_once
-from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text
+from speaker_transcripts.pipeline.transcript import Chunk, close_timestamps, joined_text, spelled
 
 logger = logging.getLogger(__name__)
 # Word alignment takes the std of a one-row matrix for one-token segments; transformers handles the
@@ -388,7 +389,7 @@ class SpeechRecognizer:
 
         handle = self.model.get_decoder().register_forward_hook(progress.decoder_step) if on_progress else None
         try:
-            with self._one_pass_per_piece(pieces, options, shortest_window_s) as one_pass:
+            with self._one_pass_per_piece(pieces, options, shortest_window_s, end_loops=not retry_loops) as one_pass:
                 for first, last, group_batch in groups:
                     inputs = (
                         {"raw": piece.audio(samples), "sampling_rate": SAMPLING_RATE}
@@ -397,6 +398,8 @@ class SpeechRecognizer:
                     results = self.pipeline(inputs, **{**one_pass, "batch_size": group_batch})
                     for index, result in enumerate(results, start=first):
                         decoded[index] = close_timestamps(on_file_clock(result.get("chunks") or [], pieces[index], SAMPLING_RATE), duration)
+                        if not retry_loops:  # a row ended in a loop (``EndLoops``) keeps the loop's first copy
+                            decoded[index] = _without_repeated_tail(decoded[index])
                         reason = looping(joined_text(decoded[index]))
                         if reason is not None:
                             suspect[index] = reason
@@ -439,7 +442,7 @@ class SpeechRecognizer:
 
     @contextmanager
     def _one_pass_per_piece(
-        self, pieces: Sequence[Piece], options: dict[str, Any], shortest_window_s: float | None = None
+        self, pieces: Sequence[Piece], options: dict[str, Any], shortest_window_s: float | None = None, end_loops: bool = False
     ) -> Iterator[dict[str, Any]]:
         """The pipeline's options for decoding each piece in one pass (``piece_ending.py``).
 
@@ -452,7 +455,8 @@ class SpeechRecognizer:
         pipeline would give each word the time of the word a prompt's length before it (``Good``
         0.0-0.0, ``morning,`` 0.0-0.0 instead of 0.0-0.44, 0.44-1.14): the prompt is cut off them.
         With ``shortest_window_s`` the features are cut to the rows' longest piece and a margin (at
-        least that many seconds) and the encoder reads only those (``encoder_window``)."""
+        least that many seconds) and the encoder reads only those (``encoder_window``). ``end_loops``: a row
+        that starts repeating itself ends there (``loop_ending.EndLoops``), for decodes not decoded again when they loop."""
         finishing = FinishEachPiece(self.model.generation_config)
         start_of_transcript = self.model.generation_config.decoder_start_token_id
         lengths = [piece.length / SAMPLING_RATE for piece in pieces]
@@ -479,7 +483,8 @@ class SpeechRecognizer:
 
         self.model.generate = generate_in_one_pass
         try:
-            generate_kwargs = {**options["generate_kwargs"], "force_unique_generate_call": True, "logits_processor": [finishing]}
+            processors = [finishing, EndLoops(self.model.generation_config)] if end_loops else [finishing]
+            generate_kwargs = {**options["generate_kwargs"], "force_unique_generate_call": True, "logits_processor": processors}
             yield {**options, "generate_kwargs": generate_kwargs}
         finally:
             del self.model.generate  # the class's own again
@@ -612,6 +617,12 @@ FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6)
 # Whisper writes about 3 tokens per second of English speech with timestamps (measured on the dev
 # conversations); a batch is expected to take this many decoder steps per second of its longest piece.
 EXPECTED_STEPS_PER_S = 4.0
+
+
+def _without_repeated_tail(chunks: list[Chunk]) -> list[Chunk]:
+    """``chunks`` without the copies of a loop at their end (``repetition.repeated_tail`` on the words'
+    letters and digits: "Morning." and "Morning" are one word), the first copy kept."""
+    return chunks[: len(chunks) - repeated_tail([spelled(chunk) for chunk in chunks])]
 
 
 def _features_cut(args: tuple, kwargs: dict[str, Any], frames: int) -> tuple[tuple, dict[str, Any]]:

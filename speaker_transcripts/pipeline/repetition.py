@@ -11,6 +11,13 @@ twice in it. A real repetition fails too ("Go forward ten meters." read twice); 
 more decode of the piece, whose result is then kept (``asr.SpeechRecognizer`` decodes it again
 with end-of-text allowed, and at rising temperatures while it still compresses like a loop).
 
+A live session's interim decode is not decoded again (``asr.SpeechRecognizer.transcribe(retry_loops=False)``):
+its buffer ends mid-speech, and there Whisper often writes the last word over and over to its token
+budget ("Morning. Morning. Morning. ..." on a 4-s buffer: 76 decoder steps for 16 tokens of text; 13 of
+193 interim decodes of the dev conversations, a sixth of their decoder steps). ``repeated_tail`` finds
+such a tail, both in the tokens while they are generated (``loop_ending.EndLoops`` ends the row there)
+and in the words decoded (the copies after the first are left out).
+
 Pure Python: tested without a model.
 """
 
@@ -18,9 +25,14 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Hashable, Sequence
 
 COMPRESSION_RATIO_LIMIT = 2.4  # Whisper's and faster-whisper's compression_ratio_threshold
 MIN_REPEAT_WORDS = 4
+# A tail is a loop when it holds this many copies of one unit back to back ("no, no, no," is said; a
+# fourth copy rarely is) of at most ``LONGEST_UNIT`` items.
+LOOP_COPIES = 4
+LONGEST_UNIT = 16
 _WORD = re.compile(r"[\w']+")
 
 
@@ -41,6 +53,21 @@ def repeated_run(text: str, size: int = MIN_REPEAT_WORDS) -> str | None:
         if index - seen >= size:
             return " ".join(run)
     return None
+
+
+def repeated_tail(items: Sequence[Hashable], copies: int = LOOP_COPIES, longest_unit: int = LONGEST_UNIT) -> int:
+    """How many items at the end of ``items`` repeat the unit before them, when the sequence ends
+    with at least ``copies`` copies of one unit of up to ``longest_unit`` items back to back (the
+    shortest such unit); 0 when it does not. ``items[:-n]`` keeps the first copy."""
+    items = list(items)
+    for size in range(1, min(longest_unit, len(items) // copies) + 1):
+        unit = items[-size:]
+        found = 1
+        while (found + 1) * size <= len(items) and items[len(items) - (found + 1) * size : len(items) - found * size] == unit:
+            found += 1
+        if found >= copies:
+            return (found - 1) * size
+    return 0
 
 
 def looping(text: str) -> str | None:

@@ -51,6 +51,12 @@ def close_timestamps(raw_chunks: Iterable[dict[str, Any]], duration: float) -> l
     return closed
 
 
+def spelled(word: Chunk) -> str:
+    """A word's letters and digits in lower case: how words are compared where Whisper's punctuation
+    and case change between decodes ("morning" and "Morning," are one word)."""
+    return "".join(character for character in word.text.lower() if character.isalnum())
+
+
 def joined_text(pieces: Sequence[Chunk]) -> str:
     """The text of consecutive pieces, as Whisper spaced it, without outer whitespace."""
     return "".join(piece.text for piece in pieces).strip()

@@ -94,6 +94,25 @@ def test_a_final_decode_hears_a_longer_window_than_an_interim_one(live_handler, 
     assert sum(final for final, _ in windows) == 2  # one final decode a turn
 
 
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_final_decode_that_hears_what_follows_reads_the_whole_window_while_the_session_is_alone(live_handler, conversation, monkeypatch, alone):
+    """With a lookahead, a session alone on the models decodes each stopped turn and what follows it in
+    Whisper's whole window (``LOOKAHEAD_WINDOW_S``); beside another session, at its end in ``FINAL_WINDOW_S``."""
+    recognizer = live_handler.recognizer
+    windows: list[float] = []
+
+    def transcribe(*args, shortest_window_s, retry_loops, **kwargs):
+        if retry_loops:
+            windows.append(shortest_window_s)
+        return type(recognizer).transcribe(recognizer, *args, shortest_window_s=shortest_window_s, retry_loops=retry_loops, **kwargs)
+
+    monkeypatch.setattr(recognizer, "transcribe", transcribe)
+    session = LiveSession(live_handler, LiveConfig(language="en", diarize=False, lookahead_s=LOOKAHEAD_S))
+    session.alone = alone
+    stream(session, np.concatenate([conversation, np.zeros(int(LOOKAHEAD_S * RATE), dtype=np.float32)]))
+    assert windows == [live.LOOKAHEAD_WINDOW_S if alone else live.FINAL_WINDOW_S] * 2
+
+
 def marked_decodes(monkeypatch) -> list[list]:
     """Whisper stood in for by a word every 0.3 s of the buffer (a sentence every ten): the same words in every
     interim decode (so they agree), ``finalN`` in a final decode; the words of the final decodes, in order."""
@@ -101,7 +120,7 @@ def marked_decodes(monkeypatch) -> list[list]:
 
     finals: list[list[Chunk]] = []
 
-    def decode(self, start, end, final):
+    def decode(self, start, end, final, window_s=live.FINAL_WINDOW_S):
         kind = "final" if final else "interim"
         times = np.arange(start / RATE, end / RATE - 0.25, 0.3)
         words = [Chunk(f" {kind}{index}{'.' if index % 10 == 9 else ''}", at, at + 0.25) for index, at in enumerate(times)]
@@ -153,15 +172,16 @@ def test_a_turns_final_text_is_its_whole_decode_with_what_follows_not_its_deltas
     assert session._prompt(session.audio.end).endswith(final[-60:])  # the next turn hears the final words, not the deltas
 
 
-@pytest.mark.parametrize("lookahead_s, shedding", [(0.0, False), (LOOKAHEAD_S, True)], ids=["no-lookahead", "behind"])
-def test_without_lookahead_a_turns_final_text_comes_when_it_stops(live_handler, conversation, monkeypatch, lookahead_s, shedding):
-    """``lookahead_s=0`` (``LIVE_LOOKAHEAD_S``, the default), or a session behind (``shedding``) whatever its
+@pytest.mark.parametrize("lookahead_s, shedding, alone", [(0.0, False, True), (LOOKAHEAD_S, True, True), (LOOKAHEAD_S, False, False)],
+                         ids=["no-lookahead", "behind", "not-alone"])
+def test_without_lookahead_a_turns_final_text_comes_when_it_stops(live_handler, conversation, monkeypatch, lookahead_s, shedding, alone):
+    """``lookahead_s=0``, or a session behind (``shedding``) or not ``alone`` on the models whatever its
     lookahead: each turn's final decode ends where the turn stopped, and its ``completed`` comes with its stop,
     no audio after it needed, even when the audio after the stop came in the same append (2-s appends, as a
     session behind takes them) and holds the next turn's first words."""
     finals = marked_decodes(monkeypatch)
     session = LiveSession(live_handler, LiveConfig(language="en", lookahead_s=lookahead_s))
-    session.shedding = shedding
+    session.shedding, session.alone = shedding, alone
     events = stream(session, conversation, piece_s=2.0)
     stops = [event.audio_end_ms / 1000 for event in events if isinstance(event, SpeechStopped)]
     assert sum(isinstance(event, TranscriptCompleted) for event in events) == len(stops) == len(finals) == 2
@@ -211,9 +231,9 @@ def test_a_long_turn_is_decoded_in_a_bounded_buffer_and_its_audio_is_not_kept(li
     heard: list[float] = []
     decode = LiveSession._decode
 
-    def spy(self, start, end, final):
+    def spy(self, start, end, final, *window_s):
         heard.append((end - start) / RATE)
-        return decode(self, start, end, final)
+        return decode(self, start, end, final, *window_s)
 
     monkeypatch.setattr(LiveSession, "_decode", spy)
     monkeypatch.setattr(live, "TRIM_S", 5.0)  # tiny random Whisper ends few sentences: trim early to see the rule
@@ -253,12 +273,13 @@ def test_a_decode_never_waits_for_the_diarizer_and_the_turn_end_does(live_handle
         return real_advance(self, read, available, final)
 
     monkeypatch.setattr(speakers.LiveDiarizer, "advance", held_advance)
+    live_handler.beside.submit(lambda: None).result()  # a step an earlier test's session left in flight is done
     decodes: list[bool] = []
     real_decode = LiveSession._decode
 
-    def counted(self, start, end, final):
+    def counted(self, start, end, final, *window_s):
         decodes.append(release.is_set())
-        return real_decode(self, start, end, final)
+        return real_decode(self, start, end, final, *window_s)
 
     monkeypatch.setattr(LiveSession, "_decode", counted)
     session = LiveSession(live_handler, LiveConfig(language="en"))
@@ -284,9 +305,9 @@ def test_a_session_behind_sheds_interim_decodes_and_keeps_every_turn_whole(live_
     for shedding in (False, True):
         decodes: list[bool] = []
 
-        def counted(self, start, end, final, decodes=decodes):
+        def counted(self, start, end, final, *window_s, decodes=decodes):
             decodes.append(final)
-            return real_decode(self, start, end, final)
+            return real_decode(self, start, end, final, *window_s)
 
         monkeypatch.setattr(LiveSession, "_decode", counted)
         session = LiveSession(live_handler, LiveConfig(language="en", diarize=False))

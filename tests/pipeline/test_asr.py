@@ -326,6 +326,36 @@ def test_without_retries_a_looping_piece_gives_no_words_and_is_not_decoded_again
     assert dropped.chunks == [] and dropped.text == ""
 
 
+@pytest.mark.parametrize("retry_loops", [True, False])
+def test_only_a_decode_not_retried_ends_a_loop_early_and_keeps_its_first_copy(recognizers, speech, monkeypatch, retry_loops):
+    """Without retries (a live session's interim decode) generation ends a row that loops (``EndLoops``)
+    and the words keep the loop's first copy; a decode that is retried when it loops keeps transformers'
+    own stopping and every word (the fallback needs to see the loop)."""
+    from transformers import WhisperForConditionalGeneration
+
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline.long_form import Piece
+    from speaker_transcripts.pipeline.loop_ending import EndLoops
+    from speaker_transcripts.pipeline.transcript import Chunk
+
+    recognizer = recognizers["english"]
+    processors: list[list[type]] = []
+    generate = WhisperForConditionalGeneration.generate
+
+    def spying(self, *args, **kwargs):
+        processors.append([type(processor) for processor in kwargs.get("logits_processor") or []])
+        return generate(self, *args, **kwargs)
+
+    words = [Chunk(text, 0.1 * index, 0.1 * index + 0.05) for index, text in enumerate([" Keep", " it.", " Morning.", " Morning", " morning.", " Morning."])]
+    monkeypatch.setattr(WhisperForConditionalGeneration, "generate", spying)
+    monkeypatch.setattr(asr, "close_timestamps", lambda chunks, duration: list(words))
+    monkeypatch.setattr(asr, "looping", lambda text: None)
+    piece = [Piece(spans=((0, len(speech.samples)),))]
+    decoded = recognizer.transcribe(speech.samples, InferenceConfig(language="en"), speech.duration, pieces=piece, retry_loops=retry_loops)
+    assert (EndLoops in processors[0]) is not retry_loops
+    assert decoded.chunks == (words if retry_loops else words[:3])
+
+
 def test_a_sized_window_encodes_the_piece_and_a_margin_and_times_words_inside_the_audio(recognizers, speech, monkeypatch):
     """``shortest_window_s``: the encoder reads the piece plus the margin, at least that long (never 3,000
     frames for a few seconds), the word times stay inside the audio, and the model is whole again afterwards."""

@@ -131,6 +131,29 @@ def test_a_commit_with_nothing_new_still_finishes_the_turn_waiting_for_what_foll
     assert events[-1]["error"]["code"] == "invalid_value" and events[-1]["error"]["event_id"] == "last"
 
 
+def test_beside_another_session_each_turn_is_final_when_it_stops_whatever_the_lookahead(live_handler, pcm):
+    """``LIVE_LOOKAHEAD_S`` is for a session alone on the server: beside another open session (idle here) each
+    turn is decoded for its final text when it stops, so both turns complete without 10 s of audio after the
+    last one (alone, the last one waits for it or a commit: the test above). The audio is paced (5x real time)
+    so that the session is not behind: a session behind decodes its turns at once, alone or not."""
+    settings = ServerSettings(live_lookahead_s=10)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        async def scenario() -> list[dict]:
+            async with connect(ws_url(base_url)) as other, connect(ws_url(base_url)) as socket:
+                await other.recv()
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                for chunk in appends(pcm):
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                    await asyncio.sleep(0.02)
+                return await events_until(socket, "conversation.item.input_audio_transcription.completed", count=2)
+
+        events = asyncio.run(scenario())
+    stopped = [event["item_id"] for event in events if event["type"] == "input_audio_buffer.speech_stopped"]
+    completed = [event["item_id"] for event in events if event["type"] == "conversation.item.input_audio_transcription.completed"]
+    assert len(stopped) == 2 and completed == stopped and not any(event["type"] == "error" for event in events)
+
+
 def test_a_raw_websocket_client_with_the_beta_events_and_manual_commits(live_url, pcm):
     async def session() -> tuple[list, list]:
         async with connect(ws_url(live_url), additional_headers={"OpenAI-Beta": "realtime=v1"}) as socket:

@@ -171,7 +171,7 @@ async def realtime(websocket: WebSocket) -> None:
             app.state.metrics.live_sessions.dec()
 
     try:
-        await Connection(websocket, handler, settings, slots.executor, release, slot.ending).run()
+        await Connection(websocket, handler, settings, slots.executor, release, slot.ending, alone=lambda: slots.active <= 1).run()
     finally:
         release()
 
@@ -190,13 +190,15 @@ class Connection:
     (events in order, audio that piled up meanwhile taken in one go), and the limits in time."""
 
     def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor,
-                 release: Callable[[], None] = lambda: None, ending: Callable[[], None] = lambda: None) -> None:
+                 release: Callable[[], None] = lambda: None, ending: Callable[[], None] = lambda: None,
+                 alone: Callable[[], bool] = lambda: True) -> None:
         self.websocket = websocket
         self.handler = handler
         self.limits = settings
         self.executor = executor
         self.release = release
         self.ending = ending  # said once the session's end has begun (client gone, idle, expired, closing)
+        self.alone = alone  # whether no other live session is open now (LiveSession.alone: the lookahead)
         self.id = new_id("sess")
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
@@ -390,6 +392,7 @@ class Connection:
             self.session = LiveSession(self.handler, self._live_config(), new_id=new_id, should_stop=self.stopped.is_set)
         session = self.session
         session.shedding = self.lag.shedding  # late: fewer interim decodes until it has caught up
+        session.alone = self.alone()
         open_item = session.item.id if session.item is not None else None
         actions: dict[str, Callable[[], list[LiveEvent]]] = {
             "audio": lambda: session.append(value), "commit": session.commit, "clear": session.clear, "close": session.close,
