@@ -45,8 +45,6 @@ PIECE_S = 0.1
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    from speaker_transcripts.config import ServerSettings
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
@@ -54,8 +52,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
     parser.add_argument("--no-shed", dest="shed", action="store_false", help="keep every interim decode while behind (the old way)")
     parser.add_argument("--speed", type=float, default=1.0, help="pace over real time (1: real time)")
-    parser.add_argument("--lookahead", type=float, default=ServerSettings.model_fields["live_lookahead_s"].default,
-                        help="seconds after a stopped turn its final decode hears while its session is alone (LIVE_LOOKAHEAD_S, its default)")
+    parser.add_argument("--lookahead", type=float,
+                        help="seconds after a stopped turn its final decode hears while its session is alone "
+                             "(LIVE_LOOKAHEAD_S; default: what the server chooses on this machine, live.capacity)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
 
@@ -112,8 +111,9 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
         session.shedding = shed and watch.shedding
         session.alone = alone()
         chunk = np.concatenate(batch)
-        fed += len(chunk)
+        # the audio received and not yet processed, the pile about to be taken included (the session's own lag)
         backlog_peak = max(backlog_peak, (time.monotonic() - started) * speed - fed / 16000)
+        fed += len(chunk)
         events = session.append(chunk)
         note(events, (time.monotonic() - started) * speed)
     note(session.close(), (time.monotonic() - started) * speed)
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         word_errors,
         words_of,
     )
+    from speaker_transcripts.live.capacity import live_capacity
     from speaker_transcripts.live.session import LiveConfig, LiveSession
     from speaker_transcripts.pipeline.audio import decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
@@ -145,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     audio = {entry.name: decode_file(entry.audio.read_bytes()).samples for entry in entries}
     file_path = {entry.name: handler({"inputs": {"array": audio[entry.name], "sampling_rate": 16000},
                                       "parameters": {"language": "en", "return_timestamps": "word"}}) for entry in entries}
-    report: dict[str, Any] = {"asr_model": arguments.asr_model, "diarize": arguments.diarize, "runs": []}
+    fast_encoder = handler.capabilities.fast_encoder
+    lookahead = live_capacity(fast_encoder, lookahead_s=arguments.lookahead).lookahead_s
+    report: dict[str, Any] = {"asr_model": arguments.asr_model, "diarize": arguments.diarize, "fast_encoder": fast_encoder,
+                              "lookahead_s": lookahead, "runs": []}
     for count in arguments.sessions:
         # every conversation streamed at least once: groups of ``count`` sessions at once, one group after another
         groups = [[entries[(first + index) % len(entries)] for index in range(count)] for first in range(0, max(len(entries), count), count)]
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             finishing = threading.Lock()
 
             def run(index: int, entry: Any, into: list[dict[str, Any]], streaming: list[int] = streaming, finishing: Any = finishing) -> None:
-                session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=arguments.lookahead))
+                session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=lookahead))
                 try:
                     into[index] = stream(session, audio[entry.name], arguments.speed, shed=arguments.shed, alone=lambda: streaming[0] == 1)
                 finally:

@@ -159,8 +159,9 @@ class ServerSettings(BaseSettings):
     # Live sessions (GET /v1/realtime, server/routers/realtime.py): how many at once, how long one may
     # go without a client event and in all, the largest WebSocket frame, and the audio a session may
     # have received but not yet processed before the server stops reading its socket.
-    # Two with speakers keep real time on 2 CPU cores (bench/live.py: 1.04-1.07 x, docs/performance.md round seven).
-    live_max_sessions: int = Field(default=2, ge=0, le=256)
+    # None ("auto", the default): chosen from the machine once Whisper is loaded (``live.capacity``): two where its
+    # encoder is fast (a GPU, or bfloat16 on a CPU that computes it natively), one on a CPU without (bench/live.py).
+    live_max_sessions: int | None = Field(default=None, ge=0, le=256)
     live_idle_timeout_s: float = Field(default=60.0, gt=0)
     live_max_session_s: float = Field(default=4 * 3600.0, gt=0)
     live_max_frame_kb: int = Field(default=1024, ge=16, le=16 * 1024)
@@ -170,7 +171,13 @@ class ServerSettings(BaseSettings):
     # its end: on 2 cores two sessions with speakers have no time to spare for it. One session with speakers
     # (bench/live.py, docs/performance.md round ten): final WER 11.5 -> 9.8 % (file path 8.8 %), word
     # latency unchanged (the final decode waits for a pause), the turn's `completed` and segments ~3 s later.
-    live_lookahead_s: float = Field(default=3.0, ge=0, le=10)
+    # None ("auto", the default): 3 where Whisper's encoder is fast, 0 on a CPU without bfloat16 (``live.capacity``).
+    live_lookahead_s: float | None = Field(default=None, ge=0, le=10)
+
+    @field_validator("live_max_sessions", "live_lookahead_s", mode="before")
+    @classmethod
+    def _auto_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and value.strip().lower() in ("", "auto") else value
 
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod
@@ -346,6 +353,9 @@ class ModelCapabilities:
     has_assistant: bool = False
     has_diarization: bool = False
     embeds_speakers: bool = False  # the diarization pipeline has a speaker-embedding model (pyannote's)
+    # Whisper's encoder, most of a live decode's cost, runs on a GPU or in bfloat16 on a CPU that computes it
+    # natively (AVX-512 BF16, AMX): the machines the live defaults keep two sessions in real time on (live.capacity).
+    fast_encoder: bool = False
 
 
 @dataclass(frozen=True)

@@ -257,6 +257,20 @@ def test_server_settings_from_env_and_key_hidden(monkeypatch):
         ServerSettings()
 
 
+@pytest.mark.parametrize("value", ["auto", "", " AUTO "])
+def test_live_capacity_left_to_the_server_by_auto_or_nothing(monkeypatch, value):
+    assert (ServerSettings().live_max_sessions, ServerSettings().live_lookahead_s) == (None, None)
+    monkeypatch.setenv("LIVE_MAX_SESSIONS", value)
+    monkeypatch.setenv("LIVE_LOOKAHEAD_S", value)
+    assert (ServerSettings().live_max_sessions, ServerSettings().live_lookahead_s) == (None, None)
+    monkeypatch.setenv("LIVE_MAX_SESSIONS", "3")
+    monkeypatch.setenv("LIVE_LOOKAHEAD_S", "0")
+    assert (ServerSettings().live_max_sessions, ServerSettings().live_lookahead_s) == (3, 0.0)
+    monkeypatch.setenv("LIVE_MAX_SESSIONS", "two")
+    with pytest.raises(ValueError, match="live_max_sessions"):
+        ServerSettings()
+
+
 def test_attribution_defaults_to_words_when_diarizing():
     assert resolve_request(InferenceConfig(), MULTILINGUAL).config.attribution == "word"
     assert resolve_request(InferenceConfig(attribution="segment"), MULTILINGUAL).config.attribution == "segment"

@@ -120,6 +120,7 @@ def in_process(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], show
     """The session on models loaded here."""
     from speaker_transcripts.cli.options import model_settings
     from speaker_transcripts.config import parse_parameters, resolve_request
+    from speaker_transcripts.live.capacity import live_capacity
     from speaker_transcripts.live.session import LiveConfig, LiveSession
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
@@ -130,7 +131,7 @@ def in_process(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], show
     config = resolve_request(parse_parameters({k: v for k, v in parameters.items() if v is not None})[0], handler.capabilities).config
     voices = {**handler.library, **(handler.voice_embeddings(config.known_speakers) if config.known_speakers else {})}
     session = LiveSession(handler, LiveConfig(language=config.language, prompt=config.prompt, diarize=bool(config.diarize),
-                                              known_speakers=voices))
+                                              known_speakers=voices, lookahead_s=live_capacity(handler.capabilities.fast_encoder).lookahead_s))
     print("live: listening (Ctrl-C to stop)", file=sys.stderr, flush=True)
     try:
         for samples in pieces:

@@ -39,7 +39,7 @@ from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
 from speaker_transcripts.config import InferenceConfig, ModelCapabilities, ModelSettings, token_budget
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
-from speaker_transcripts.models.cpu_fast_path import encoder_of, speed_up_for_cpu
+from speaker_transcripts.models.cpu_fast_path import bfloat16_supported, encoder_of, speed_up_for_cpu
 from speaker_transcripts.models.encoder_window import encoder_window, window_frames
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
@@ -240,6 +240,7 @@ class SpeechRecognizer:
             language_codes=frozenset(token.strip("<|>") for token in (getattr(generation, "lang_to_id", None) or {})),
             language_aliases=dict(TO_LANGUAGE_CODE),
             has_assistant=self.assistant is not None,
+            fast_encoder=self.device != "cpu" or (self.model.get_encoder().dtype == torch.bfloat16 and bfloat16_supported()),
         )
 
     def _load_assistant(self, name: str, token: str | None) -> torch.nn.Module:

@@ -22,6 +22,7 @@ from fastapi import FastAPI
 
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.console import show_package_log_unless_configured
+from speaker_transcripts.live.capacity import live_capacity
 from speaker_transcripts.server.errors import ModelLoadError, RedactingFilter, SecretRedactor, add_error_handlers, logger
 from speaker_transcripts.server.inference import Handler, InferenceQueue
 from speaker_transcripts.server.metrics import MetricsMiddleware, ServiceMetrics
@@ -61,14 +62,16 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         app.state.handler = handler
         app.state.redact = SecretRedactor(handler.settings, settings)
         app.state.queue = InferenceQueue(handler, settings, app.state.redact, metrics)
-        app.state.live = LiveSlots(settings.live_max_sessions)
+        live = live_capacity(handler.capabilities.fast_encoder, settings.live_max_sessions, settings.live_lookahead_s)
+        app.state.live = LiveSlots(live)
         # A key sent in the query string is refused, and not logged: Uvicorn logs HTTP requests in its access
         # log and WebSocket handshakes (the live route's URL) in its error log, both with the query string.
         logs = [logging.getLogger("uvicorn.access"), logging.getLogger("uvicorn.error")]
         redacting = RedactingFilter(app.state.redact)
         for log in logs:
             log.addFilter(redacting)
-        logger.info("ready: ASR %s, auth %s", handler.configured.asr_model, "on" if settings.api_key else "off")
+        logger.info("ready: ASR %s, auth %s, live sessions up to %d (lookahead %g s)", handler.configured.asr_model,
+                    "on" if settings.api_key else "off", live.max_sessions, live.lookahead_s)
         yield
         for log in logs:
             log.removeFilter(redacting)

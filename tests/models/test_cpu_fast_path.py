@@ -125,6 +125,8 @@ def test_dtype_auto_on_cpu_takes_the_fast_path_and_float32_keeps_the_plain_model
     recognizer = SpeechRecognizer(ModelSettings(asr_model=str(tiny_models["whisper"]), dtype=dtype, device="cpu"))
     assert recognizer.precision.startswith(precision)
     assert (BFLOAT16 in recognizer.precision) == (dtype == "auto" and bfloat16_supported())
+    # the live defaults for a fast machine (live.capacity) apply where the encoder computes in native bfloat16
+    assert recognizer.capabilities.fast_encoder == (BFLOAT16 in recognizer.precision)
     speech = decode_file(speech_wav)
     transcript = recognizer.transcribe(speech.samples, InferenceConfig(return_timestamps="word"), speech.duration)
     assert transcript.chunks and all(0.0 <= chunk.start <= chunk.end for chunk in transcript.chunks)

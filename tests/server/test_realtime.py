@@ -53,7 +53,7 @@ def appends(pcm: bytes, seconds: float = 0.1) -> list[str]:
 @pytest.fixture(scope="module")
 def live_url(live_handler):
     # room for a session whose slot is still being given back when the next test's connects
-    with serving(create_app(lambda: live_handler, ServerSettings(live_max_sessions=4))) as base_url:
+    with serving(create_app(lambda: live_handler, ServerSettings(live_max_sessions=4, live_lookahead_s=LOOKAHEAD_S))) as base_url:
         yield base_url
 
 
@@ -136,7 +136,7 @@ def test_beside_another_session_each_turn_is_final_when_it_stops_whatever_the_lo
     turn is decoded for its final text when it stops, so both turns complete without 10 s of audio after the
     last one (alone, the last one waits for it or a commit: the test above). The audio is paced (5x real time)
     so that the session is not behind: a session behind decodes its turns at once, alone or not."""
-    settings = ServerSettings(live_lookahead_s=10)
+    settings = ServerSettings(live_lookahead_s=10, live_max_sessions=2)
     with serving(create_app(lambda: live_handler, settings), settings) as base_url:
         async def scenario() -> list[dict]:
             async with connect(ws_url(base_url)) as other, connect(ws_url(base_url)) as socket:
@@ -252,6 +252,28 @@ def test_the_key_comes_in_the_authorization_header_or_the_browser_subprotocol_ne
         ]
 
     assert asyncio.run(all_attempts()) == ["401", "401", "401", "session.created None", "session.created realtime", "401"]
+
+
+@pytest.mark.parametrize(("fast_encoder", "second", "lookahead_s"), [(True, "session.created", 3.0), (False, "error", 0.0)])
+def test_a_server_left_to_choose_takes_what_its_whisper_encoder_affords(live_handler, monkeypatch, fast_encoder, second, lookahead_s):
+    """LIVE_MAX_SESSIONS and LIVE_LOOKAHEAD_S unset: two sessions and the lookahead where Whisper's encoder is
+    fast (a GPU, native bfloat16), one session without on a CPU without (live.capacity; an AVX2-only CPU)."""
+    from dataclasses import replace
+
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    measured = live_handler.capabilities
+    monkeypatch.setattr(Transcriber, "capabilities", property(lambda self: replace(measured, fast_encoder=fast_encoder)))
+    app = create_app(lambda: live_handler, ServerSettings())
+    with serving(app) as base_url:
+        async def two_sessions() -> str:
+            async with connect(ws_url(base_url)) as first:
+                assert json.loads(await first.recv())["type"] == "session.created"
+                async with connect(ws_url(base_url)) as other:
+                    return json.loads(await other.recv())["type"]
+
+        assert asyncio.run(two_sessions()) == second
+        assert app.state.live.lookahead_s == lookahead_s
 
 
 def test_sessions_beyond_the_cap_are_refused_and_a_vanished_client_frees_its_slot_at_once(live_handler, pcm):

@@ -40,6 +40,7 @@ from starlette.websockets import WebSocketState
 from speaker_transcripts.config import parse_parameters, resolve_request
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.live.backlog import LagWatch
+from speaker_transcripts.live.capacity import LiveCapacity
 from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
 from speaker_transcripts.live.session import LiveConfig, LiveSession, NothingToCommit
 from speaker_transcripts.pipeline.audio import PcmStream
@@ -70,14 +71,16 @@ ENDING_WAIT_S = 60.0  # ... and this long for one that is ending (its client gon
 
 
 class LiveSlots:
-    """The live sessions running now, at most ``limit``; their threads, one per session."""
+    """The live sessions running now, at most ``limit``; their threads, one per session; the lookahead
+    each session's turns get (``live.capacity``: chosen with the limit)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, capacity: LiveCapacity) -> None:
+        self.limit = capacity.max_sessions
+        self.lookahead_s = capacity.lookahead_s
         self.active = 0
         self.ending = 0  # of the active: sessions whose end has begun; each frees its slot once its thread's step is done
         self.changed = asyncio.Event()
-        self.executor = ThreadPoolExecutor(max_workers=max(limit, 1), thread_name_prefix="live")
+        self.executor = ThreadPoolExecutor(max_workers=max(self.limit, 1), thread_name_prefix="live")
 
     async def take(self, wait_s: float = SLOT_WAIT_S) -> Slot | None:
         """A slot, or None when every slot stays taken. A client that opens its next session as soon as
@@ -171,7 +174,8 @@ async def realtime(websocket: WebSocket) -> None:
             app.state.metrics.live_sessions.dec()
 
     try:
-        await Connection(websocket, handler, settings, slots.executor, release, slot.ending, alone=lambda: slots.active <= 1).run()
+        await Connection(websocket, handler, settings, slots.executor, release, slot.ending,
+                         alone=lambda: slots.active <= 1, lookahead_s=slots.lookahead_s).run()
     finally:
         release()
 
@@ -191,7 +195,7 @@ class Connection:
 
     def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor,
                  release: Callable[[], None] = lambda: None, ending: Callable[[], None] = lambda: None,
-                 alone: Callable[[], bool] = lambda: True) -> None:
+                 alone: Callable[[], bool] = lambda: True, lookahead_s: float = 0.0) -> None:
         self.websocket = websocket
         self.handler = handler
         self.limits = settings
@@ -199,6 +203,7 @@ class Connection:
         self.release = release
         self.ending = ending  # said once the session's end has begun (client gone, idle, expired, closing)
         self.alone = alone  # whether no other live session is open now (LiveSession.alone: the lookahead)
+        self.lookahead_s = lookahead_s
         self.id = new_id("sess")
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
@@ -433,7 +438,7 @@ class Connection:
         library = self.handler.library_for(False, self.handler.chosen_voices(self.settings.voices))
         known = {**library, **self.voices}  # the voice library's people (those chosen), then the session's
         return LiveConfig(language=self.settings.language, prompt=self.settings.prompt, turn_detection=self.settings.turn_detection,
-                          diarize=bool(diarize), known_speakers=known, lookahead_s=self.limits.live_lookahead_s)
+                          diarize=bool(diarize), known_speakers=known, lookahead_s=self.lookahead_s)
 
 
 def _coalesced(batch: list[tuple[str, Any, str | None]]) -> list[tuple[str, Any, str | None]]:
