@@ -6,7 +6,7 @@ ten): on a CPU that computes bfloat16 natively (AVX-512 BF16), two sessions with
 time (1.03-1.04 x) and one alone can spend the 3-s lookahead's 30-s window (final WER 11.5 -> 9.8 %).
 On an AVX2-only CPU the encoder stays float32 (about 3.6 s for a 30-s window on one core of that
 machine): two sessions with speakers fell to 1.73 x real time with words 24-29 s late, one alone to
-1.13 x with the lookahead and 1.07 x without. A second session there only makes both late, so a server
+1.13 x with the lookahead and 1.06-1.07 x without. A second session there only makes both late, so a server
 left to choose (``LIVE_MAX_SESSIONS`` / ``LIVE_LOOKAHEAD_S`` unset or ``auto``) takes one session and no
 lookahead on such a CPU; a value set is used as it is.
 """

@@ -132,6 +132,19 @@ def test_dtype_auto_on_cpu_takes_the_fast_path_and_float32_keeps_the_plain_model
     assert transcript.chunks and all(0.0 <= chunk.start <= chunk.end for chunk in transcript.chunks)
 
 
+@pytest.mark.parametrize("native_bfloat16", [True, False])
+def test_the_encoder_counts_as_fast_where_it_computes_in_native_bfloat16(tiny_models, monkeypatch, native_bfloat16):
+    """``fast_encoder`` (the live defaults of live.capacity) follows the CPU's bfloat16, whatever this machine has
+    (a bfloat16 encoder is fast only where the CPU computes it natively); float32 on the CPU is never fast."""
+    from speaker_transcripts.pipeline import asr
+
+    monkeypatch.setattr(asr, "bfloat16_supported", lambda: native_bfloat16)
+    in_bfloat16 = SpeechRecognizer(ModelSettings(asr_model=str(tiny_models["whisper"]), dtype="bfloat16", device="cpu"))
+    in_float32 = SpeechRecognizer(ModelSettings(asr_model=str(tiny_models["whisper"]), dtype="float32", device="cpu"))
+    assert in_bfloat16.capabilities.fast_encoder is native_bfloat16
+    assert in_float32.capabilities.fast_encoder is False
+
+
 def test_assisted_decoding_runs_on_the_fast_path_with_both_models_sped_up(tiny_models, speech_wav):
     settings = ModelSettings(asr_model=str(tiny_models["whisper"]), assistant_model=str(tiny_models["assistant"]), device="cpu")
     recognizer = SpeechRecognizer(settings)
