@@ -415,7 +415,7 @@ def test_each_piece_is_decoded_in_one_encoder_pass_and_keeps_the_words_of_a_seco
     try:
         for way in ("one pass", "transformers' passes"):
             if way != "one pass":
-                monkeypatch.setattr(SpeechRecognizer, "_one_pass_per_piece", contextlib.contextmanager(lambda self, pieces, options, *shortest_window_s: (yield options)))
+                monkeypatch.setattr(SpeechRecognizer, "_one_pass_per_piece", contextlib.contextmanager(lambda self, pieces, options, *window, **ending: (yield options)))
             passes.clear()
             result = handler({"inputs": entry.audio.read_bytes(), "parameters": {"diarize": False, "return_timestamps": timestamps}})
             words[way] = (sum(passes), words_of(result["text"], normalise))
