@@ -52,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     evaluation = Evaluation(arguments)
     rows = []
     for entry in entries:
-        row = evaluation.run(entry)
-        rows.append(row)
-        print(f"{entry.name}: WER handler {percent(row['handler_word']['wer'])}, bare {percent(row['bare_word']['wer'])}", flush=True)
+        rows.append(evaluation.run(entry))
+        print(f"{entry.name}: WER handler {percent(rows[-1]['handler_word']['wer'])}", flush=True)
+    for row in evaluation.add_bare(entries, rows):  # after the handler, which it releases: one Whisper in memory at a time
+        print(f"{row['file']}: WER bare pipeline {percent(row['bare_word']['wer'])}", flush=True)
     summary = summarise(rows)
     diarization = {kind: totals.summary() for kind, totals in evaluation.diarization_totals.items()} or None
     arguments.out.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,9 @@
 real orchestrator (``speaker-transcripts evaluate``, ``cli/evaluate.py``, runs it).
 
 For every manifest entry this runs the handler twice (word-level and segment-level speaker
-attribution) and the bare transformers pipeline twice (word and segment timestamps) on the same
-16 kHz samples with the same greedy settings, then reports:
+attribution) and, once the handler has done every entry and is released, the bare transformers
+pipeline twice (word and segment timestamps) on the same 16 kHz samples with the same greedy
+settings, then reports:
 
 - WER after Whisper's English normalisation, handler vs bare pipeline (the bare pipeline decodes
   in the chunked pipeline's windows; with ``--long-form chunked`` the handler does too, and equal
@@ -24,8 +25,10 @@ Results go to ``--out`` as ``results.json`` and ``results.md`` and the table is 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from speaker_transcripts.evaluation.scoring import (
@@ -44,13 +47,14 @@ MODES = ("word", "segment")
 
 
 class Evaluation:
-    """The handler and an independent bare pipeline over the same model, scored side by side."""
+    """The handler and an independent bare pipeline over the same model, scored side by side.
+
+    The two hold a Whisper each, and never at once: the handler runs every entry first (``run``),
+    then ``add_bare`` releases it and loads the bare pipeline (one copy of Whisper in memory at a
+    time; holding both, and the diarization pipeline, took `evaluate` on four files to 4.4 GB)."""
 
     def __init__(self, arguments: argparse.Namespace) -> None:
-        from transformers import pipeline
-
         from speaker_transcripts.config import ModelSettings
-        from speaker_transcripts.pipeline.asr import quiet_loading
         from speaker_transcripts.pipeline.transcriber import Transcriber
 
         os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
@@ -59,7 +63,7 @@ class Evaluation:
             assistant_model=arguments.assistant_model,
             diarization_model=arguments.diarization_model,
         )
-        self.handler = Transcriber(settings=settings)
+        self.handler: Any = Transcriber(settings=settings)
         self.model_pipeline = self.handler.diarization_pipeline
         self.diarization_totals: dict[str, DiarizationTotals] = {}  # by manifest kind
         self.oracle = arguments.oracle_rttm
@@ -67,27 +71,20 @@ class Evaluation:
         self.default_language = arguments.language
         self.long_form = arguments.long_form
         recognizer = self.handler.recognizer
-        with quiet_loading():  # the handler's models load without transformers' bars; the bare pipeline's too
-            self.bare = pipeline(
-                "automatic-speech-recognition", model=self.handler.settings.asr_model, device=recognizer.device, dtype=recognizer.dtype
-            )
+        self.bare_model = (self.handler.settings.asr_model, recognizer.device, recognizer.dtype)
         self.multilingual = recognizer.capabilities.multilingual
         tokenizer = recognizer.processor.tokenizer
         self.normalise = english_normaliser(getattr(tokenizer, "english_spelling_normalizer", None))
 
     def run(self, entry: ManifestEntry) -> dict[str, Any]:
-        from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+        """The entry's row: diarization scores and both handler runs (``add_bare`` adds the rest)."""
+        from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 
         data = entry.audio.read_bytes()
-        samples = decode_file(data).samples
+        samples = self._samples(entry)
         language = entry.language or self.default_language
         reference = words_of(entry.text, self.normalise)
         row: dict[str, Any] = {"file": entry.name, "duration_s": round(len(samples) / SAMPLING_RATE, 2), "reference_words": len(reference)}
-        for timestamps in MODES:
-            started = time.perf_counter()
-            bare_text = self._bare(samples, language, timestamps)
-            row[f"bare_{timestamps}"] = {**self._asr_scores(reference, bare_text), "seconds": round(time.perf_counter() - started, 2)}
-
         diarized, diarization = self._prepare_diarization(entry, samples, row["duration_s"])
         if diarization is not None:
             row["diarization"] = diarization
@@ -108,6 +105,35 @@ class Evaluation:
                 scores.update(self._speaker_scores(entry, result))
             row[f"handler_{mode}"] = scores
         return row
+
+    def add_bare(self, entries: list[ManifestEntry], rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """Release the handler's models, load the bare pipeline, and add its runs to each entry's
+        row (yielded as each is done, for progress)."""
+        from transformers import pipeline
+
+        from speaker_transcripts.pipeline.asr import quiet_loading
+        from speaker_transcripts.pipeline.transcriber import return_freed_memory
+
+        self.handler = self.model_pipeline = None
+        gc.collect()  # the handler's models sit in reference cycles (modules and their hooks)
+        return_freed_memory()
+        model, device, dtype = self.bare_model
+        with quiet_loading():  # without transformers' bars, as the handler's models load
+            self.bare = pipeline("automatic-speech-recognition", model=model, device=device, dtype=dtype)
+        for entry, row in zip(entries, rows, strict=True):
+            samples = self._samples(entry)
+            reference = words_of(entry.text, self.normalise)
+            for timestamps in MODES:
+                started = time.perf_counter()
+                bare_text = self._bare(samples, entry.language or self.default_language, timestamps)
+                row[f"bare_{timestamps}"] = {**self._asr_scores(reference, bare_text), "seconds": round(time.perf_counter() - started, 2)}
+            yield row
+
+    @staticmethod
+    def _samples(entry: ManifestEntry) -> Any:
+        from speaker_transcripts.pipeline.audio import decode_file
+
+        return decode_file(entry.audio.read_bytes()).samples
 
     def _bare(self, samples: Any, language: str, timestamps: str) -> str:
         import torch

@@ -120,7 +120,7 @@ class Transcriber:
         self.decoding_policy = DecodingPolicy(self.settings.assisted_max_seconds)
         if self.settings.warmup:
             self.recognizer.warm_up()
-        _return_freed_memory()  # what loading (float16 weights made float32, int8 copies) and the warm-up freed
+        return_freed_memory()  # what loading (float16 weights made float32, int8 copies) and the warm-up freed
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -160,7 +160,7 @@ class Transcriber:
                 stage = on_stage or (lambda _: None)
                 return self._transcribe(audio, config, warnings, clips, on_progress, on_segment, should_stop, stage)
             finally:
-                _return_freed_memory()
+                return_freed_memory()
 
     def _transcribe(
         self,
@@ -452,7 +452,7 @@ def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None, 
     return [] if config.num_speakers else count_doubts(found.turns, found.embeddings, spread)
 
 
-def _return_freed_memory() -> None:
+def return_freed_memory() -> None:
     """Hand the heap a request freed back to the system (glibc ``malloc_trim``): glibc keeps it
     otherwise, and the next heavy request then peaks on top of the last one's leftovers."""
     trim = getattr(_libc(), "malloc_trim", None)

@@ -56,3 +56,31 @@ def test_harness_writes_scores_for_every_entry(manifest, tiny_models, tiny_pyann
     else:
         assert "diarization" not in diarized and report["diarization"] is None
         assert table.count("| clip.wav |") == 2
+
+
+def test_the_bare_pipeline_loads_once_the_handlers_whisper_is_gone(manifest, tiny_models, monkeypatch):
+    """One Whisper in memory at a time: the handler runs every entry, then its models are released
+    before the bare pipeline loads its own copy (holding both took four short files to 4.4 GB)."""
+    import weakref
+
+    import transformers
+
+    from speaker_transcripts.evaluation.evaluate import Evaluation
+    from speaker_transcripts.evaluation.scoring import load_manifest
+
+    arguments = evaluate.parse_arguments(["--manifest", str(manifest), "--asr-model", str(tiny_models["whisper"]), "--oracle-rttm"])
+    evaluation = Evaluation(arguments)
+    entries = load_manifest(manifest)
+    rows = [evaluation.run(entry) for entry in entries]
+    handler_whisper = weakref.ref(evaluation.handler.recognizer.model)
+    alive_when_the_bare_pipeline_loads = []
+    load = transformers.pipeline
+
+    def watched(*args, **kwargs):
+        alive_when_the_bare_pipeline_loads.append(handler_whisper() is not None)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(transformers, "pipeline", watched)
+    done = list(evaluation.add_bare(entries, rows))
+    assert alive_when_the_bare_pipeline_loads == [False]
+    assert done == rows and all({"bare_word", "bare_segment", "handler_word"} <= set(row) for row in rows)

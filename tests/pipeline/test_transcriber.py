@@ -415,7 +415,7 @@ def test_freed_memory_goes_back_to_the_system_after_every_request(plain_handler,
     (bench/probe.py: 1.5 GB above idle against 0.97 GB)."""
     from speaker_transcripts.pipeline import transcriber as handler_module
     trims = []
-    monkeypatch.setattr(handler_module, "_return_freed_memory", lambda: trims.append(1))
+    monkeypatch.setattr(handler_module, "return_freed_memory", lambda: trims.append(1))
     plain_handler({"inputs": base64.b64encode(speech_wav).decode(), "parameters": {"language": "en"}})
     with pytest.raises(InvalidRequestError):
         plain_handler({"inputs": base64.b64encode(speech_wav).decode(), "parameters": {"prompt": "<|endoftext|>"}})
@@ -429,7 +429,7 @@ def test_what_loading_and_the_warm_up_freed_goes_back_to_the_system(tiny_models,
     from speaker_transcripts.pipeline import asr
     from speaker_transcripts.pipeline import transcriber as handler_module
     events = []
-    monkeypatch.setattr(handler_module, "_return_freed_memory", lambda: events.append("trim"))
+    monkeypatch.setattr(handler_module, "return_freed_memory", lambda: events.append("trim"))
     monkeypatch.setattr(asr.SpeechRecognizer, "warm_up", lambda self: events.append("warm-up"))
     Transcriber(ModelSettings.for_repository(str(tiny_models["whisper"])))
     assert events == ["warm-up", "trim"]
