@@ -9,7 +9,9 @@ each, the resident memory (``VmRSS``) and the peak during that stage alone (``Vm
 before each stage through ``/proc/self/clear_refs``), so "what does loading the model cost" and
 "what does a 10-min request add at its peak" are separate numbers. Linux only.
 
-Stages, ours: the interpreter with numpy; ``import torch``; the package's pipeline (transformers
+Stages, ours: the interpreter with numpy and ``speaker_transcripts`` itself (imported first, as the
+CLI and the server do, so that its process settings apply: the wait policy, Triton left out without
+a GPU); ``import torch``; the package's pipeline (transformers
 and the rest it imports); the ASR model loaded for CPU (the fast path's int8/bfloat16 parts
 included); the 10-min file without diarization; the diarization pipeline loaded; the 10-min file
 with diarization. faster-whisper (its ``--fw-python``, as ``bench/cpu_speed.py`` takes it): the
@@ -75,6 +77,8 @@ def _status() -> dict[str, float]:
 
 
 def ours_worker(asr_model: str, audio: Path) -> None:
+    import speaker_transcripts  # noqa: F401  first, as the CLI and the server import it: its process settings apply
+
     stages = Stages()
     samples = np.load(audio)
     stages.done("interpreter + numpy + the audio")

@@ -106,7 +106,7 @@ def _drop_handled_checkpoint_settings(model: WhisperForConditionalGeneration, pr
         tokenizer.clean_up_tokenization_spaces = False
 
 
-def _without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+def without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """Word timestamps make Whisper's ``generate`` ask for attention weights (5.24), and the
     encoder then keeps its self-attention maps too: layers x heads x 1500 x 1500 floats per piece
     (216 MB per 30-s piece for whisper-tiny.en, 432 MB for base, gigabytes for large), though word
@@ -119,7 +119,7 @@ def _without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[
 def _encoder_kept_on_sdpa(model: WhisperForConditionalGeneration) -> None:
     """Word timestamps make Whisper's ``generate`` switch the whole model to eager attention
     (5.24), for the decoder's cross-attention weights. The encoder's are never read
-    (``_without_attention_maps``), and eager attention made the encoder 1.5-2.2x slower (whisper-base,
+    (``without_attention_maps``), and eager attention made the encoder 1.5-2.2x slower (whisper-base,
     8 x 30 s on 2 cores: 6.7-8.6 s on SDPA, 13.0-14.8 s eager), on every diarized request. So the
     encoder's attentions get their own copy of the config, which stays on the implementation loaded."""
     if model.config._attn_implementation != "sdpa":
@@ -211,7 +211,7 @@ class SpeechRecognizer:
         self.model = model.to(self.device).eval()
         # What the weights compute in, for the log and /ready: the dtype, or what the CPU fast path did.
         self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
-        self.model.get_encoder().register_forward_pre_hook(_without_attention_maps, with_kwargs=True)
+        self.model.get_encoder().register_forward_pre_hook(without_attention_maps, with_kwargs=True)
         _encoder_kept_on_sdpa(self.model)
         self.model._retrieve_logit_processors = with_masks_built_once(self.model._retrieve_logit_processors)
         self.processor = processor

@@ -76,11 +76,17 @@ def test_the_bare_pipeline_loads_once_the_handlers_whisper_is_gone(manifest, tin
     alive_when_the_bare_pipeline_loads = []
     load = transformers.pipeline
 
+    encoder_maps = []
+
     def watched(*args, **kwargs):
         alive_when_the_bare_pipeline_loads.append(handler_whisper() is not None)
-        return load(*args, **kwargs)
+        bare = load(*args, **kwargs)
+        bare.model.get_encoder().register_forward_hook(lambda _module, _args, output: encoder_maps.append(output.attentions))
+        return bare
 
     monkeypatch.setattr(transformers, "pipeline", watched)
     done = list(evaluation.add_bare(entries, rows))
     assert alive_when_the_bare_pipeline_loads == [False]
+    # its word-timestamp runs keep no encoder attention maps (word alignment reads the decoder's)
+    assert encoder_maps and all(maps is None for maps in encoder_maps)
     assert done == rows and all({"bare_word", "bare_segment", "handler_word"} <= set(row) for row in rows)
