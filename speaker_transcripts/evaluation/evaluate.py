@@ -78,10 +78,10 @@ class Evaluation:
 
     def run(self, entry: ManifestEntry) -> dict[str, Any]:
         """The entry's row: diarization scores and both handler runs (``add_bare`` adds the rest)."""
-        from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+        from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
 
         data = entry.audio.read_bytes()
-        samples = self._samples(entry)
+        samples = decode_file(data).samples
         language = entry.language or self.default_language
         reference = words_of(entry.text, self.normalise)
         row: dict[str, Any] = {"file": entry.name, "duration_s": round(len(samples) / SAMPLING_RATE, 2), "reference_words": len(reference)}
@@ -112,6 +112,7 @@ class Evaluation:
         from transformers import pipeline
 
         from speaker_transcripts.pipeline.asr import quiet_loading, without_attention_maps
+        from speaker_transcripts.pipeline.audio import decode_file
         from speaker_transcripts.pipeline.transcriber import return_freed_memory
 
         self.handler = self.model_pipeline = None
@@ -125,19 +126,13 @@ class Evaluation:
         # does the bare pipeline, the same words (with them, `evaluate` on the dev files peaked at 4.5 GB)
         self.bare.model.get_encoder().register_forward_pre_hook(without_attention_maps, with_kwargs=True)
         for entry, row in zip(entries, rows, strict=True):
-            samples = self._samples(entry)
+            samples = decode_file(entry.audio.read_bytes()).samples
             reference = words_of(entry.text, self.normalise)
             for timestamps in MODES:
                 started = time.perf_counter()
                 bare_text = self._bare(samples, entry.language or self.default_language, timestamps)
                 row[f"bare_{timestamps}"] = {**self._asr_scores(reference, bare_text), "seconds": round(time.perf_counter() - started, 2)}
             yield row
-
-    @staticmethod
-    def _samples(entry: ManifestEntry) -> Any:
-        from speaker_transcripts.pipeline.audio import decode_file
-
-        return decode_file(entry.audio.read_bytes()).samples
 
     def _bare(self, samples: Any, language: str, timestamps: str) -> str:
         import torch
