@@ -480,6 +480,11 @@ def resolve_request(config: InferenceConfig, capabilities: ModelCapabilities) ->
 # Word alignment keeps the alignment heads' cross-attention for every decoder step. Measured on a diarized 10-min
 # request (whisper-base, CPU): batch 12 peaked 1.38 GB above the loaded models, batch 24 1.99 GB for 3 % less time.
 WORD_ALIGNMENT_COST = 4
+# The batch a word-timed decode gets unless the client chose one: each row holds its encoder output, the decoder's
+# keys and values over it and its alignment heads' attention. Word-timed ASR of a 10-min file (whisper-base, 2 cores
+# with AVX-512 BF16, fresh processes): batch 12 / 8 / 4 peaked 1,100 / 750 / 470 MB above the loaded models in
+# 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (bench/memory.py; docs/performance.md, "Where the memory goes").
+WORD_TIMED_BATCH = 4
 # A beam costs about twice a batch item (bench/request_cost.py, whisper-tiny.en, word timestamps:
 # 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
 BEAM_COST = 2
@@ -520,7 +525,7 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     ``BEAM_COST``: first by
     lowering the batch (it changes speed, never the text; the client hears of it only if it chose
     the batch), then, when beams alone exceed the bound, the beams (always with a warning: the
-    search differs).
+    search differs). A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
 
     Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
     timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
@@ -534,6 +539,8 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     if beams < config.num_beams:
         warnings.append(f"num_beams {config.num_beams} was reduced to {beams} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
     batch = max(1, max_batch_items // (per_item * beams))
+    if config.return_timestamps == "word" and "batch_size" not in config.model_fields_set:
+        batch = min(batch, WORD_TIMED_BATCH)
     if config.batch_size > batch and "batch_size" in config.model_fields_set:
         warnings.append(f"batch_size {config.batch_size} was reduced to {batch} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
     if beams == config.num_beams and config.batch_size <= batch:

@@ -301,7 +301,7 @@ def test_bounded_work_lowers_the_batch_first_and_the_beams_only_beyond_the_bound
         "batch_size 256 was reduced to 12 to bound memory (MAX_BATCH_ITEMS=48)"
     ]
     default = bounded_work(InferenceConfig(return_timestamps="word"), max_batch_items=48)
-    assert default.config.batch_size == 12 and default.warnings == [], "the default batch is lowered silently"
+    assert default.config.batch_size == 4 and default.warnings == [], "a word-timed default batch is WORD_TIMED_BATCH, silently"
     beams = bounded_work(InferenceConfig(num_beams=16, return_timestamps="word"), max_batch_items=48)
     assert (beams.config.num_beams, beams.config.batch_size) == (6, 1)
     assert beams.warnings == ["num_beams 16 was reduced to 6 to bound memory (MAX_BATCH_ITEMS=48)"]

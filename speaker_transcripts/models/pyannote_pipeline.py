@@ -37,8 +37,10 @@ PIPELINE_PARAMS: dict[str, Any] = {
 }
 PIPELINE_OPTIONS: dict[str, Any] = {
     "segmentation_step": 0.25,  # of the 10-s window: 2.1x faster than pyannote's 0.1 for +0.8 DER points on AMI
-    "segmentation_batch_size": 32,
-    "embedding_batch_size": 32,
+    # 8 chunks a batch instead of 32: a 10-min file's diarization peaked 206 MB above the loaded pipeline instead of
+    # 398 MB, in 13.3 s instead of 16.0 (one thread, bench/memory.py); SincNet's first layer is most of a batch.
+    "segmentation_batch_size": 8,
+    "embedding_batch_size": 8,
     "embedding_exclude_overlap": True,
     # One chunk in 3 embedded, the others borrow where the voices coincide (chunk_embeddings.py): AMI 28.6 -> 28.4 % DER,
     # dev conversations 4.8 % both, count right 5 -> 6 of 14, 1.7x less time on those files; a stride of 4 gave 31.4 %.

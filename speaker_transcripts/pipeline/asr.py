@@ -116,6 +116,14 @@ def without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[s
     return args, {**kwargs, "output_attentions": False}
 
 
+def encoder_for_word_timing(model: WhisperForConditionalGeneration) -> None:
+    """Whisper's encoder as word timestamps leave it best: keeping no attention maps
+    (``without_attention_maps``) and on the attention it was loaded with (``_encoder_kept_on_sdpa``).
+    Word alignment reads only the decoder's cross-attention, so the words are the same."""
+    model.get_encoder().register_forward_pre_hook(without_attention_maps, with_kwargs=True)
+    _encoder_kept_on_sdpa(model)
+
+
 def _encoder_kept_on_sdpa(model: WhisperForConditionalGeneration) -> None:
     """Word timestamps make Whisper's ``generate`` switch the whole model to eager attention
     (5.24), for the decoder's cross-attention weights. The encoder's are never read
@@ -211,8 +219,7 @@ class SpeechRecognizer:
         self.model = model.to(self.device).eval()
         # What the weights compute in, for the log and /ready: the dtype, or what the CPU fast path did.
         self.precision = ", ".join(speed_up_for_cpu(self.model)) if self.fast_path else str(self.dtype).removeprefix("torch.")
-        self.model.get_encoder().register_forward_pre_hook(without_attention_maps, with_kwargs=True)
-        _encoder_kept_on_sdpa(self.model)
+        encoder_for_word_timing(self.model)
         self.model._retrieve_logit_processors = with_masks_built_once(self.model._retrieve_logit_processors)
         self.processor = processor
         self.pipeline = pipeline(

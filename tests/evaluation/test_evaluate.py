@@ -81,12 +81,16 @@ def test_the_bare_pipeline_loads_once_the_handlers_whisper_is_gone(manifest, tin
     def watched(*args, **kwargs):
         alive_when_the_bare_pipeline_loads.append(handler_whisper() is not None)
         bare = load(*args, **kwargs)
-        bare.model.get_encoder().register_forward_hook(lambda _module, _args, output: encoder_maps.append(output.attentions))
+        bare.model.get_encoder().register_forward_hook(
+            lambda module, _args, output: encoder_maps.append((output.attentions, module.layers[0].self_attn.config._attn_implementation))
+        )
         return bare
 
     monkeypatch.setattr(transformers, "pipeline", watched)
     done = list(evaluation.add_bare(entries, rows))
     assert alive_when_the_bare_pipeline_loads == [False]
-    # its word-timestamp runs keep no encoder attention maps (word alignment reads the decoder's)
-    assert encoder_maps and all(maps is None for maps in encoder_maps)
+    # its word-timestamp runs keep no encoder attention maps (word alignment reads the decoder's), nor
+    # build them: the encoder stays on SDPA when transformers switches the model to eager attention for words
+    assert encoder_maps and all(maps is None and attention == "sdpa" for maps, attention in encoder_maps)
+    assert evaluation.bare.model.config._attn_implementation == "eager", "the decoder's cross-attention is read for words"
     assert done == rows and all({"bare_word", "bare_segment", "handler_word"} <= set(row) for row in rows)

@@ -270,6 +270,28 @@ def test_progress_moves_during_one_batch(plain_handler, speech_wav):
     assert len(set(before_the_end)) >= 3 and seen == sorted(seen), seen
 
 
+def test_word_timed_decodes_run_word_timed_batch_rows_unless_the_client_chose_a_batch(plain_handler, speech_wav):
+    """Each word-timed row holds its encoder output, the decoder's keys and values over it and its
+    alignment heads' attention: a diarized 10-min file peaked 1.1 GB above the loaded models at 12
+    rows, 0.47 GB at 4, in the same time (docs/performance.md). A batch the client chose is kept."""
+    from speaker_transcripts.config import WORD_TIMED_BATCH
+    from speaker_transcripts.pipeline.audio import decode_file
+
+    speech = decode_file(speech_wav).samples
+    minutes = np.tile(np.concatenate([speech, np.zeros(8000, dtype=np.float32)]), 54)  # 178 s: 6 pieces
+    rows: list[int] = []
+    encoder = plain_handler.recognizer.model.get_encoder()
+    handle = encoder.register_forward_hook(lambda _module, _inputs, output: rows.append(output[0].shape[0]))
+    try:
+        for batch in ({}, {"batch_size": 6}):
+            rows.clear()
+            parameters = {"language": "en", "return_timestamps": "word", **batch}
+            plain_handler({"inputs": {"array": minutes, "sampling_rate": 16000}, "parameters": parameters})
+            assert max(rows) == (6 if batch else WORD_TIMED_BATCH) and sum(rows) == 6, (batch, rows)
+    finally:
+        handle.remove()
+
+
 def test_should_stop_ends_decoding_within_a_step_and_the_handler_keeps_serving(plain_handler, speech_wav):
     from speaker_transcripts.errors import RequestAbandoned
     from speaker_transcripts.pipeline.audio import decode_file
