@@ -523,8 +523,8 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     """Keep the sequences decoded at once (``batch_size`` x ``num_beams``) within
     ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST`` and a beam
     ``BEAM_COST``: first by
-    lowering the batch (it changes speed, never the text; the client hears of it only if it chose
-    the batch), then, when beams alone exceed the bound, the beams (always with a warning: the
+    lowering the batch (it changes speed, and on the CPU fast path a word here and there: its int8
+    layers quantise a batch's rows together; the client hears of it only if it chose the batch), then, when beams alone exceed the bound, the beams (always with a warning: the
     search differs). A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
 
     Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
