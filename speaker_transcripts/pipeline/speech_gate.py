@@ -94,28 +94,36 @@ class SpeechGate:
         state carried through the file), but batched: the front end runs on ``WINDOWS_PER_CALL``
         windows at a time and the recurrent layer over them in one LSTM call. Silero's loop calls
         the network once per window from Python: 13.1 s on a 10-min file against 1.7 s this way,
-        the same spans, probabilities within 3e-5 (tests/pipeline/test_speech_gate.py)."""
-        count = -(-len(samples) // WINDOW)
-        audio = torch.nn.functional.pad(torch.from_numpy(np.ascontiguousarray(samples)), (0, count * WINDOW - len(samples)))
-        return self._windows_probabilities(audio.reshape(count, WINDOW), torch.zeros(1, CONTEXT), None)[0]
+        the same spans, probabilities within 3e-5 (tests/pipeline/test_speech_gate.py). The whole
+        windows are a view of ``samples`` and the last, padded one is run after them: padding the
+        file whole copied a 3-h file's 691 MB."""
+        audio = torch.from_numpy(np.ascontiguousarray(samples))
+        whole = len(audio) // WINDOW * WINDOW
+        windows = audio[:whole].reshape(-1, WINDOW)
+        probabilities, state = self._windows_probabilities(windows, torch.zeros(1, CONTEXT), None)
+        if whole == len(audio):
+            return probabilities
+        last = torch.nn.functional.pad(audio[whole:], (0, WINDOW - (len(audio) - whole)))[None]
+        context = windows[-1:, -CONTEXT:] if len(windows) else torch.zeros(1, CONTEXT)
+        return probabilities + self._windows_probabilities(last, context, state)[0]
 
     def _windows_probabilities(
         self, windows: torch.Tensor, context: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None
     ) -> tuple[list[float], tuple[torch.Tensor, torch.Tensor] | None]:
         """The probabilities of whole ``windows`` (count x ``WINDOW``) following ``context`` (the
         ``CONTEXT`` samples before them) and the recurrent ``state`` (None: the start of a stream);
-        and the state after them."""
-        if len(windows) == 0:
-            return [], state
-        context = torch.cat([context, windows[:-1, -CONTEXT:]])
-        inputs = torch.cat([context, windows], dim=1)
+        and the state after them. Each call's windows get their context as they go in (built for the
+        whole file at once, it was another copy of it)."""
         probabilities = []
         for first in range(0, len(windows), WINDOWS_PER_CALL):
-            features = self._network.encoder(self._network.stft(inputs[first : first + WINDOWS_PER_CALL]))
+            block = windows[first : first + WINDOWS_PER_CALL]
+            before = context if first == 0 else windows[first - 1 : first, -CONTEXT:]
+            inputs = torch.cat([torch.cat([before, block[:-1, -CONTEXT:]]), block], dim=1)
+            features = self._network.encoder(self._network.stft(inputs))
             hidden, state = self._recurrence(features.squeeze(-1).unsqueeze(1), state)  # the windows as one sequence
             speech = self._network.decoder.decoder(hidden.squeeze(1).unsqueeze(-1))
             probabilities.append(speech.squeeze(1).mean(dim=1))
-        return torch.cat(probabilities).tolist(), state
+        return (torch.cat(probabilities).tolist() if probabilities else []), state
 
     def stream(self) -> SpeechStream:
         """Probabilities for audio that arrives in pieces of any length (a live session)."""
