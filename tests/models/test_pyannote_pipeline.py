@@ -55,3 +55,26 @@ def test_the_assembled_folder_loads_offline_and_diarizes(tiny_pyannote, tmp_path
     samples = decode_file(speech_wav).samples
     output = pipeline({"waveform": torch.from_numpy(samples)[None], "sample_rate": 16000}, num_speakers=1)
     assert len(output.speaker_diarization.labels()) <= 1
+
+
+def test_linkage_runs_over_a_bounded_share_and_the_rest_join_the_nearest_cluster(monkeypatch):
+    """Linkage holds every pairwise distance twice (0.5 GB at the end of a 3-h file's diarization):
+    beyond ``MAX_LINKAGE_EMBEDDINGS`` it links an evenly spaced share and gives the others the nearest
+    cluster, and three well-separated voices come out as they do linked whole."""
+    from pyannote.audio.pipelines import clustering
+
+    from speaker_transcripts.models import pyannote_pipeline
+
+    rng = np.random.default_rng(0)
+    voices = rng.standard_normal((3, 16)) * 4
+    embeddings = np.vstack([voice + rng.standard_normal((300, 16)) * 0.3 for voice in voices])[rng.permutation(900)]
+    pipeline = ShortTurnsAgglomerativeClustering()
+    pipeline.instantiate({"method": "average", "threshold": 0.6, "min_cluster_size": 3, "min_active_ratio": 0.05})
+    linked: list[int] = []
+    linkage = clustering.linkage
+    monkeypatch.setattr(clustering, "linkage", lambda rows, **options: linked.append(len(rows)) or linkage(rows, **options))
+    whole = pipeline.cluster(embeddings.copy(), min_clusters=1, max_clusters=10)
+    monkeypatch.setattr(pyannote_pipeline, "MAX_LINKAGE_EMBEDDINGS", 200)
+    bounded = pipeline.cluster(embeddings.copy(), min_clusters=1, max_clusters=10)
+    assert linked == [900, 200]
+    assert len(set(whole)) == 3 and len(set(zip(whole, bounded, strict=True))) == 3, "the same three voices"
