@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.live import DEV_AUDIO, stream
 from bench.long_recording import plot_rss
+from bench.memory import process_memory
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,11 +39,6 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live-memory"))
     return parser.parse_args(argv)
-
-
-def resident_mb() -> float:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def sample() -> None:
         while not finished.wait(2.0):
-            series.append([round((time.monotonic() - started) * arguments.speed / 60, 2), round(resident_mb())])
+            series.append([round((time.monotonic() - started) * arguments.speed / 60, 2), round(process_memory()["VmRSS"])])
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -26,6 +26,9 @@ import time
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPOSITORY))
+from bench.memory import process_memory
+
 STAGES = {"asr": {"diarize": False}, "diarization": {"task": "diarize"}, "both": {}}
 
 CHILD = """
@@ -88,11 +91,10 @@ def _sampled_rss(child: subprocess.Popen, every_s: float = 1.0) -> list[list[flo
     series: list[list[float]] = []
     while child.poll() is None:
         try:
-            with open(f"/proc/{child.pid}/status") as status:
-                kilobytes = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
-        except (FileNotFoundError, ProcessLookupError, StopIteration):  # it exited between the poll and the read
+            resident = process_memory(child.pid)["VmRSS"]
+        except (FileNotFoundError, ProcessLookupError, KeyError):  # it exited between the poll and the read
             break
-        series.append([round(time.monotonic() - started, 1), round(kilobytes / 1024)])
+        series.append([round(time.monotonic() - started, 1), round(resident)])
         try:
             child.wait(timeout=every_s)
         except subprocess.TimeoutExpired:
@@ -129,7 +131,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-plot", type=Path, help="a PNG of resident memory over each run (the series beside it as .json)")
     arguments = parser.parse_args(argv)
     runs: dict[str, list[list[float]]] = {}
-    sys.path.insert(0, str(REPOSITORY))
     print(f"{'minutes':>7} {'stage':12} {'seconds':>8} {'x real time':>11} {'peak RSS GB':>11} {'speakers':>8}")
     with tempfile.TemporaryDirectory(prefix="long-recording-") as folder:
         for minutes in arguments.minutes:

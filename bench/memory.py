@@ -58,7 +58,7 @@ class Stages:
         self._reset_peak()
 
     def done(self, stage: str) -> None:
-        status = _status()
+        status = process_memory()
         print(json.dumps({"stage": stage, "rss_mb": status["VmRSS"], "stage_peak_mb": status["VmHWM"],
                           "seconds": round(time.perf_counter() - self.started, 1)}), flush=True)
         self.started = time.perf_counter()
@@ -69,9 +69,10 @@ class Stages:
         Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
 
 
-def _status() -> dict[str, float]:
+def process_memory(pid: int | str = "self") -> dict[str, float]:
+    """``VmRSS`` and ``VmHWM`` of a process (this one by default), in MB, from ``/proc``."""
     fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         name, _, value = line.partition(":")
         if name in ("VmRSS", "VmHWM"):
             fields[name] = int(value.split()[0]) / 1024

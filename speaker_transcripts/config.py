@@ -483,7 +483,7 @@ WORD_ALIGNMENT_COST = 4
 # The batch a word-timed decode gets unless the client chose one: each row holds its encoder output, the decoder's
 # keys and values over it and its alignment heads' attention. Word-timed ASR of a 10-min file (whisper-base, 2 cores
 # with AVX-512 BF16, fresh processes): batch 12 / 8 / 4 peaked 1,100 / 750 / 470 MB above the loaded models in
-# 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (bench/memory.py; docs/performance.md, "Where the memory goes").
+# 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (a scratch probe; docs/performance.md, "Footprint, round eleven").
 WORD_TIMED_BATCH = 4
 # A beam costs about twice a batch item (bench/request_cost.py, whisper-tiny.en, word timestamps:
 # 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
@@ -524,8 +524,9 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST`` and a beam
     ``BEAM_COST``: first by
     lowering the batch (it changes speed, and on the CPU fast path a word here and there: its int8
-    layers quantise a batch's rows together; the client hears of it only if it chose the batch), then, when beams alone exceed the bound, the beams (always with a warning: the
-    search differs). A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
+    layers quantise a batch's rows together; the client hears of it only if it chose the batch),
+    then, when beams alone exceed the bound, the beams (always with a warning: the search differs).
+    A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
 
     Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
     timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps

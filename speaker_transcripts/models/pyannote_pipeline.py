@@ -39,7 +39,7 @@ PIPELINE_PARAMS: dict[str, Any] = {
 PIPELINE_OPTIONS: dict[str, Any] = {
     "segmentation_step": 0.25,  # of the 10-s window: 2.1x faster than pyannote's 0.1 for +0.8 DER points on AMI
     # 8 chunks a batch instead of 32: a 10-min file's diarization peaked 206 MB above the loaded pipeline instead of
-    # 398 MB, in 13.3 s instead of 16.0 (one thread, bench/memory.py); SincNet's first layer is most of a batch.
+    # 398 MB, in 13.3 s instead of 16.0 (one thread, a scratch probe: docs/performance.md); SincNet's first layer is most of a batch.
     "segmentation_batch_size": 8,
     "embedding_batch_size": 8,
     "embedding_exclude_overlap": True,
@@ -50,7 +50,7 @@ PIPELINE_OPTIONS: dict[str, Any] = {
 
 
 # Embeddings that agglomerative clustering links all at once (n^2 / 2 float64 distances, copied once by scipy:
-# 120 MB at 4,000); a 30-min file has about 1,400 with embedding_stride 3 and two voices.
+# 122 MB at 4,000); a 30-min two-voice file has about 1,440 (720 chunks, two voices active in most).
 MAX_LINKAGE_EMBEDDINGS = 4000
 
 
@@ -91,9 +91,10 @@ class ShortTurnsAgglomerativeClustering(AgglomerativeClustering):
         if len(embeddings) <= MAX_LINKAGE_EMBEDDINGS:
             return super().cluster(embeddings, min_clusters=min_clusters, max_clusters=max_clusters, num_clusters=num_clusters)
         chosen = np.linspace(0, len(embeddings) - 1, MAX_LINKAGE_EMBEDDINGS).round().astype(int)
-        clusters = super().cluster(embeddings[chosen], min_clusters=min_clusters, max_clusters=max_clusters, num_clusters=num_clusters)
+        linked = embeddings[chosen]
+        clusters = super().cluster(linked, min_clusters=min_clusters, max_clusters=max_clusters, num_clusters=num_clusters)
         labels = np.unique(clusters)
-        centroids = np.vstack([embeddings[chosen][clusters == label].mean(axis=0) for label in labels])
+        centroids = np.vstack([linked[clusters == label].mean(axis=0) for label in labels])
         nearest = labels[np.argmin(cdist(embeddings, centroids, metric=self.metric), axis=1)]
         nearest[chosen] = clusters
         return nearest

@@ -46,7 +46,7 @@ MANIFEST = "embedded-model.json"  # written last: a folder without it is an unfi
 # 4: the diarization config fills gaps under 0.3 s (min_duration_off);
 # 5: it embeds one chunk in 3 (embedding_stride);
 # 6: clusters of under 3 embeddings are not speakers of their own (min_cluster_size, bench/speaker_count.py).
-# 7: segmentation and embedding batches of 8 chunks, not 32 (memory, bench/memory.py).
+# 7: segmentation and embedding batches of 8 chunks, not 32 (memory: docs/performance.md, "Footprint, round eleven").
 ASSEMBLY_VERSION = 7
 HUB_PROBE_TIMEOUT_S = 5.0
 
