@@ -1,6 +1,6 @@
 """How much disk a pull of each embedded model uses at its peak, and when done.
 
-    .venv/bin/python bench/pull_disk.py [whisper-tiny.en whisper-base pyannote-campplus]
+    .venv/bin/python bench/pull_disk.py [whisper-tiny.en whisper-base pyannote-campplus pyannote-community1]
 
 Each model is pulled by ``speaker-transcripts models pull`` into an empty cache folder
 (``EMBEDDED_MODELS_DIR``, a temporary folder) while the folder's size is sampled every 50 ms: the
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_MODELS = ("whisper-tiny.en", "whisper-base", "pyannote-campplus")
+DEFAULT_MODELS = ("whisper-tiny.en", "whisper-base", "pyannote-campplus", "pyannote-community1")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Sweep the embedded diarization pipeline's settings on every manifest entry with an RTTM.
 
     .venv/bin/python bench/tune_diarization.py --manifest ../shared/dev-audio/manifest.json \
-        [--model pyannote-campplus] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] [--overlap-biases 0 1] \
+        [--model pyannote-campplus|pyannote-community1] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] [--overlap-biases 0 1] \
         [--counts hard soft] [--assignments free constrained] [--shipped] [--out tune.json]
 
 Segmentation and embeddings are computed once per file, segmentation step, embedding stride and speech
@@ -14,7 +14,8 @@ output (the expected number of voices per frame) instead of the argmax; ``--assi
 gives a chunk's speakers to different clusters. Prints, per setting, the DER over
 all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
 meetings, the synthetic conversations and the quick ones (``bench/quick_conversations.py``), and on how many files the speaker count was
-right; the best settings go into ``speaker_transcripts/models/pyannote_pipeline.py``.
+right; the best settings go into ``speaker_transcripts/models/pyannote_pipeline.py``. ``--shipped`` keeps the
+model folder's own clustering and segmentation settings; otherwise its clustering's grid (``GRIDS``) is swept.
 """
 
 from __future__ import annotations
@@ -34,14 +35,21 @@ from pyannote.audio.utils.powerset import Powerset
 from pyannote.core import SlidingWindowFeature
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from speaker_transcripts.models.pyannote_pipeline import PIPELINE_PARAMS, EmbeddedSpeakerDiarization
+from speaker_transcripts.models.pyannote_pipeline import EmbeddedSpeakerDiarization
 
 SCORED_SECONDS = 30.0
-GRID = {  # clustering parameters swept
-    "min_active_ratio": (0.05, 0.1, 0.2),
-    "method": ("centroid", "average"),
-    "threshold": (0.5, 0.6, 0.7, 0.8),
-    "min_cluster_size": (1, 3, 12),
+GRIDS = {  # clustering parameters swept, by the pipeline's clustering
+    "AgglomerativeClustering": {
+        "min_active_ratio": (0.05, 0.1, 0.2),
+        "method": ("centroid", "average"),
+        "threshold": (0.5, 0.6, 0.7, 0.8),
+        "min_cluster_size": (1, 3, 12),
+    },
+    "VBxClustering": {  # community-1's: threshold 0.6, Fa 0.07, Fb 0.8 (pyannote-community1)
+        "threshold": (0.4, 0.5, 0.6, 0.7),
+        "Fa": (0.07, 0.2, 0.4),
+        "Fb": (0.8, 2.0, 6.0),
+    },
 }
 
 
@@ -72,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     entries = [entry for entry in entries if not entry.name.startswith("short_")]
     loaded = Pipeline.from_pretrained(models.local_path(arguments.model))
     pipeline = _CountVariants(
-        segmentation=loaded._segmentation.model, embedding=loaded._embedding.model_,
-        embedding_exclude_overlap=loaded.embedding_exclude_overlap, embedding_batch_size=loaded.embedding_batch_size,
-        segmentation_batch_size=loaded.segmentation_batch_size,
+        segmentation=loaded._segmentation.model, embedding=loaded._embedding.model_, clustering=loaded.klustering,
+        plda=loaded._plda, embedding_exclude_overlap=loaded.embedding_exclude_overlap,
+        embedding_batch_size=loaded.embedding_batch_size, segmentation_batch_size=loaded.segmentation_batch_size,
     )
+    shipped = loaded.parameters(instantiated=True)  # the folder's settings (config.yaml's params)
     pipeline.training = True  # keeps segmentation and embeddings in each file dict between settings
     specifications = pipeline._segmentation.model.specifications
     powerset = Powerset(len(specifications.classes), specifications.powerset_max_classes)
@@ -108,14 +117,14 @@ def main(argv: list[str] | None = None) -> int:
             for key in [key for key in file if key.startswith("training_cache")]:
                 del file[key]
         seconds = 0.0
-        grid = GRID
+        grid = GRIDS[loaded.klustering]
         if arguments.shipped:
-            grid = {name: (value,) for name, value in PIPELINE_PARAMS["clustering"].items()}
+            grid = {name: (value,) for name, value in shipped["clustering"].items()}
         for count, assignment, values in itertools.product(arguments.counts, arguments.assignments, itertools.product(*grid.values())):
             pipeline.soft_count = count == "soft"
             pipeline.clustering.constrained_assignment = assignment == "constrained"
             clustering = dict(zip(grid, values, strict=True))
-            pipeline.instantiate({"segmentation": PIPELINE_PARAMS["segmentation"], "clustering": clustering})
+            pipeline.instantiate({"segmentation": shipped["segmentation"], "clustering": clustering})
             per_file = {}
             totals = {group: DiarizationTotals() for group in dict.fromkeys(map(_group, entries))}
             for entry, file in zip(entries, files, strict=True):

@@ -237,3 +237,39 @@ def build_campplus_weights(path: Path, seed: int = 0) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(state, path)
     return path
+
+
+def build_wespeaker_ort(directory: Path, seed: int = 0) -> bytes:
+    """A stand-in for community-1's int8 WeSpeaker graph, in ONNX Runtime's ORT format as
+    moonshine-voice ships it, with its inputs and outputs (``fbank`` (batch, frames, 80), ``weights``
+    (batch, frames) -> ``embedding`` (batch, 256)): the weighted mean of the fbank frames times a
+    random (80, 256) matrix, so the pooling weights visibly change the answer."""
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    projection = np.random.default_rng(seed).standard_normal((80, 256)).astype(np.float32)
+    nodes = [
+        helper.make_node("Unsqueeze", ["weights", "last"], ["weights3"]),
+        helper.make_node("Mul", ["fbank", "weights3"], ["weighted"]),
+        helper.make_node("ReduceSum", ["weighted", "time"], ["total"], keepdims=0),
+        helper.make_node("ReduceSum", ["weights", "time"], ["mass"], keepdims=1),
+        helper.make_node("Div", ["total", "mass"], ["pooled"]),
+        helper.make_node("MatMul", ["pooled", "projection"], ["embedding"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "wespeaker_stand_in",
+        [helper.make_tensor_value_info("fbank", TensorProto.FLOAT, ["batch", "num_frames", 80]),
+         helper.make_tensor_value_info("weights", TensorProto.FLOAT, ["batch", "num_frames"])],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", 256])],
+        initializer=[numpy_helper.from_array(projection, "projection"),
+                     numpy_helper.from_array(np.array([-1], dtype=np.int64), "last"),
+                     numpy_helper.from_array(np.array([1], dtype=np.int64), "time")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC  # portable, as shipped ORT files are
+    options.optimized_model_filepath = str(directory / "wespeaker.ort")
+    options.add_session_config_entry("session.save_model_format", "ORT")
+    directory.mkdir(parents=True, exist_ok=True)
+    onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return (directory / "wespeaker.ort").read_bytes()

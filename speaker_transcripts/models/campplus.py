@@ -29,12 +29,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from pyannote.audio import Model
-from pyannote.audio.core.task import Problem, Resolution, Specifications
 from pyannote.audio.models.blocks.pooling import StatsPool
 
 from speaker_transcripts.models.campplus_network import EMBEDDING_SIZE, frame_features, new_layers, statistics
+from speaker_transcripts.models.pyannote_checkpoint import save_embedding_checkpoint
 
-CHUNK_SECONDS = 10.0  # what segmentation-3.0 hands over per call
 MIN_OWN_SAMPLES = 8000  # half a second of a speaker's own speech makes a usable embedding
 
 
@@ -89,20 +88,8 @@ def _masked_samples(waveform: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def save_pyannote_checkpoint(campplus_weights: Path, destination: Path) -> None:
     """Write 3D-Speaker's CAM++ state dict as a checkpoint ``pyannote.audio.Model.from_pretrained``
     loads (it imports this class by name), so the pipeline's ``config.yaml`` can point at it."""
-    import lightning
-
     state = torch.load(campplus_weights, map_location="cpu", weights_only=True)
     renamed = {key.replace("xvector.dense.", "dense.", 1): value for key, value in state.items()}
     model = CamPlusPlus()
     model.load_state_dict(renamed, strict=True)
-    model.specifications = Specifications(
-        problem=Problem.REPRESENTATION, resolution=Resolution.CHUNK, duration=CHUNK_SECONDS
-    )
-    checkpoint = {
-        "state_dict": model.state_dict(),
-        "hyper_parameters": dict(model.hparams),
-        "pytorch-lightning_version": lightning.__version__,
-    }
-    model.on_save_checkpoint(checkpoint)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(checkpoint, destination)
+    save_embedding_checkpoint(model, destination)

@@ -1,12 +1,19 @@
-"""The embedded diarization pipeline: pyannote segmentation-3.0 + CAM++ embeddings, no PLDA.
+"""The embedded diarization pipelines: pyannote segmentation-3.0 with CAM++ or community-1's embeddings.
 
-pyannote 4's ``SpeakerDiarization`` always loads a PLDA, which only its VBx clustering reads
-(``get_plda(None)`` raises), and no trained PLDA for CAM++ embeddings exists. This subclass
-hands it a placeholder and clusters with pyannote's agglomerative clustering, changed to let
-speakers with short turns take part, with settings tuned on the dev conversations and the AMI
-excerpts (``bench/tune_diarization.py``; spectral clustering, 3D-Speaker's recipe for CAM++,
-measured 4 DER points worse there and was dropped). ``write_pipeline_folder`` lays out a
-directory that ``pyannote.audio.Pipeline.from_pretrained`` loads offline like any Hub pipeline.
+``pyannote-campplus``: segmentation-3.0 + CAM++, no PLDA. pyannote 4's ``SpeakerDiarization``
+always loads a PLDA, which only its VBx clustering reads (``get_plda(None)`` raises), and no
+trained PLDA for CAM++ embeddings exists. This subclass hands it a placeholder and clusters with
+pyannote's agglomerative clustering, changed to let speakers with short turns take part, with
+settings tuned on the dev conversations and the AMI excerpts (``bench/tune_diarization.py``;
+spectral clustering, 3D-Speaker's recipe for CAM++, measured 4 DER points worse there and was
+dropped).
+
+``pyannote-community1``: pyannote's community-1 recipe (segmentation-3.0, the WeSpeaker ResNet34
+of ``wespeaker_onnx.py``, its PLDA and VBx clustering with community-1's own settings), on the
+same subclass so that it shares embeddings between chunks like the other.
+
+``write_pipeline_folder`` and ``write_community1_folder`` lay out directories that
+``pyannote.audio.Pipeline.from_pretrained`` loads offline like any Hub pipeline.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ from pyannote.core import SlidingWindowFeature
 from pyannote.pipeline.parameter import Uniform
 from scipy.spatial.distance import cdist
 
-from speaker_transcripts.models.campplus import save_pyannote_checkpoint
+from speaker_transcripts.models import campplus, wespeaker_onnx
 from speaker_transcripts.models.chunk_embeddings import plan_embeddings, shared_embeddings
+from speaker_transcripts.models.moonshine_blobs import Community1Parts
 
 # Tuned with bench/tune_diarization.py on the dev conversations and AMI excerpts (README, "Diarization").
 PIPELINE_PARAMS: dict[str, Any] = {
@@ -48,6 +56,19 @@ PIPELINE_OPTIONS: dict[str, Any] = {
     "embedding_stride": 3,
 }
 
+# community-1's own settings, as moonshine-voice embeds them beside the models (pipeline_snapshot_json):
+# pyannote's segmentation step of 0.1, VBx with threshold 0.6, Fa 0.07, Fb 0.8, no gap filling.
+COMMUNITY1_PARAMS: dict[str, Any] = {
+    "segmentation": {"min_duration_off": 0.0},
+    "clustering": {"threshold": 0.6, "Fa": 0.07, "Fb": 0.8},
+}
+COMMUNITY1_OPTIONS: dict[str, Any] = {
+    "segmentation_step": 0.1,
+    "segmentation_batch_size": 8,
+    "embedding_batch_size": 8,
+    "embedding_exclude_overlap": True,
+    "embedding_stride": 1,
+}
 
 # Embeddings that agglomerative clustering links all at once (n^2 / 2 float64 distances, copied once by scipy:
 # 122 MB at 4,000); a 30-min two-voice file has about 1,440 (720 chunks, two voices active in most).
@@ -101,18 +122,25 @@ class ShortTurnsAgglomerativeClustering(AgglomerativeClustering):
 
 
 class EmbeddedSpeakerDiarization(SpeakerDiarization):
-    """``SpeakerDiarization`` with ``ShortTurnsAgglomerativeClustering``, which needs no PLDA, and
-    embeddings shared between neighbouring chunks (``chunk_embeddings.py``): one chunk in
-    ``embedding_stride`` is embedded, the chunks between borrow where the voices coincide."""
+    """``SpeakerDiarization`` with embeddings shared between neighbouring chunks
+    (``chunk_embeddings.py``: one chunk in ``embedding_stride`` is embedded, the chunks between
+    borrow where the voices coincide), clustered either by ``ShortTurnsAgglomerativeClustering``,
+    which needs no PLDA, or by pyannote's VBx with the folder's PLDA (community-1)."""
 
-    def __init__(self, clustering: str = "AgglomerativeClustering", embedding_stride: int = 1, **options: Any) -> None:
-        if clustering != "AgglomerativeClustering":
-            raise ValueError(f"this pipeline clusters with AgglomerativeClustering only; {clustering} needs what it lacks (a PLDA)")
+    def __init__(
+        self, clustering: str = "AgglomerativeClustering", embedding_stride: int = 1, plda: Any = None, **options: Any
+    ) -> None:
         if embedding_stride < 1:
             raise ValueError(f"embedding_stride is a number of chunks, 1 or more; got {embedding_stride}")
-        options.pop("plda", None)
-        super().__init__(clustering=clustering, plda=_NoPLDA(), **options)
-        self.clustering = ShortTurnsAgglomerativeClustering(metric=self._embedding.metric)
+        if clustering == "AgglomerativeClustering":
+            super().__init__(clustering=clustering, plda=_NoPLDA(), **options)
+            self.clustering = ShortTurnsAgglomerativeClustering(metric=self._embedding.metric)
+        elif clustering == "VBxClustering":
+            if plda is None:
+                raise ValueError("VBxClustering needs a trained PLDA (the folder's plda/, as write_community1_folder lays it out)")
+            super().__init__(clustering=clustering, plda=plda, **options)
+        else:
+            raise ValueError(f"this pipeline clusters with AgglomerativeClustering or VBxClustering; got {clustering}")
         self.embedding_stride = embedding_stride
 
     def get_embeddings(
@@ -135,19 +163,35 @@ class EmbeddedSpeakerDiarization(SpeakerDiarization):
 
 def write_pipeline_folder(segmentation_checkpoint: Path, campplus_weights: Path, destination: Path) -> None:
     """``config.yaml`` + ``segmentation/`` + ``embedding/`` (CAM++ as a pyannote checkpoint)."""
+    _copy_segmentation(segmentation_checkpoint, destination)
+    campplus.save_pyannote_checkpoint(campplus_weights, destination / "embedding" / "pytorch_model.bin")
+    _write_config(destination, {"clustering": "AgglomerativeClustering", **PIPELINE_OPTIONS}, PIPELINE_PARAMS)
+
+
+def write_community1_folder(segmentation_checkpoint: Path, parts: Community1Parts, destination: Path) -> None:
+    """``config.yaml`` + ``segmentation/`` + ``embedding/`` (the ORT model in a pyannote checkpoint)
+    + ``plda/`` (``xvec_transform.npz`` and ``plda.npz``, the files pyannote's ``PLDA`` reads)."""
+    _copy_segmentation(segmentation_checkpoint, destination)
+    wespeaker_onnx.save_pyannote_checkpoint(parts.embedding_ort, destination / "embedding" / "pytorch_model.bin")
+    (destination / "plda").mkdir(parents=True, exist_ok=True)
+    np.savez(destination / "plda" / "xvec_transform.npz", **parts.xvec_transform)
+    np.savez(destination / "plda" / "plda.npz", **parts.plda)
+    _write_config(
+        destination, {"clustering": "VBxClustering", "plda": "$model/plda", **COMMUNITY1_OPTIONS}, COMMUNITY1_PARAMS
+    )
+
+
+def _copy_segmentation(segmentation_checkpoint: Path, destination: Path) -> None:
     (destination / "segmentation").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(segmentation_checkpoint, destination / "segmentation" / "pytorch_model.bin")
-    save_pyannote_checkpoint(campplus_weights, destination / "embedding" / "pytorch_model.bin")
+
+
+def _write_config(destination: Path, options: dict[str, Any], params: dict[str, Any]) -> None:
     config = {
         "pipeline": {
             "name": f"{EmbeddedSpeakerDiarization.__module__}.{EmbeddedSpeakerDiarization.__name__}",
-            "params": {
-                "segmentation": "$model/segmentation",
-                "embedding": "$model/embedding",
-                "clustering": "AgglomerativeClustering",
-                **PIPELINE_OPTIONS,
-            },
+            "params": {"segmentation": "$model/segmentation", "embedding": "$model/embedding", **options},
         },
-        "params": PIPELINE_PARAMS,
+        "params": params,
     }
     (destination / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

