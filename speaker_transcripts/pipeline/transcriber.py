@@ -449,7 +449,7 @@ def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None, 
     if wanted and count < wanted:
         asked = f"exactly {wanted}" if config.num_speakers else f"at least {wanted}"
         return [f"asked for {asked} speakers, but diarization found {count} in this audio"]
-    return [] if config.num_speakers else count_doubts(found.turns, found.embeddings, spread)
+    return [] if config.num_speakers else count_doubts(found.turns, spread)
 
 
 def return_freed_memory() -> None:
