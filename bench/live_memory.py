@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(row), flush=True)
     arguments.out.mkdir(parents=True, exist_ok=True)
     name = f"live-memory-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}"
-    (arguments.out / f"{name}.json").write_text(json.dumps({**row, "series": series}, indent=2))
+    (arguments.out / f"{name}-summary.json").write_text(json.dumps(row, indent=2))  # the plot writes the series as {name}.json
     label = f"{arguments.minutes:g} min at {arguments.speed:g}x, {'with speakers' if arguments.diarize else 'text only'}"
     plot_rss({label: series}, arguments.out / f"{name}.png", x_label="minutes of audio streamed")
     return 0

@@ -27,15 +27,24 @@ from torch import nn
 MARGIN_S = 2.0  # audio-free frames kept after the audio: the window is never cut to the audio's edge
 SHORTEST_S = 6.0  # below this Whisper loops on a second of speech (" No." decoded into a 2.7:1 repetition)
 FRAMES_PER_S = 100  # Whisper's mel hop: 10 ms
+# Windows come in whole steps of this many frames (1 s): a bounded set of input shapes. torch keeps
+# state per shape (oneDNN's convolution primitives, up to 1,024 of them) and glibc keeps the heap that
+# differently sized buffers freed, so windows sized in 20-ms steps made almost every live decode a new
+# shape and a live session grew by about 0.3 GB over its first 30 minutes (issue 50, ``bench/live_memory.py``).
+# Measured, 120 encoder calls of whisper-base on one thread: sizes in 20-ms steps 999 -> 1,380 MB
+# (1,247 MB after ``malloc_trim``), the same sizes rounded up to whole seconds flat at 1,128 MB.
+# At most 25 window sizes (6..30 s) ever exist.
+WINDOW_STEP_FRAMES = FRAMES_PER_S
 
 
 def window_frames(seconds: float, full_frames: int, shortest_s: float = SHORTEST_S) -> int:
     """The mel frames a window for ``seconds`` of audio needs: the audio and the margin, at least
-    ``shortest_s`` (never under ``SHORTEST_S``), rounded up to an even count (the encoder's second
-    convolution halves it), never more than the full window. A longer shortest window costs encoder
-    time and buys accuracy: Whisper learnt on 30-s windows (a live turn's final decode, ``live/session.py``)."""
+    ``shortest_s`` (never under ``SHORTEST_S``), rounded up to whole ``WINDOW_STEP_FRAMES`` (a bounded
+    set of shapes; an even count, which the encoder's second convolution halves), never more than the
+    full window. A longer shortest window costs encoder time and buys accuracy: Whisper learnt on
+    30-s windows (a live turn's final decode, ``live/session.py``)."""
     frames = math.ceil(max(seconds + MARGIN_S, shortest_s, SHORTEST_S) * FRAMES_PER_S)
-    return min(frames + frames % 2, full_frames)
+    return min(math.ceil(frames / WINDOW_STEP_FRAMES) * WINDOW_STEP_FRAMES, full_frames)
 
 
 @contextmanager

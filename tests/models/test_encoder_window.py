@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import WhisperConfig, WhisperForConditionalGeneration
 
-from speaker_transcripts.models.encoder_window import MARGIN_S, SHORTEST_S, encoder_window, window_frames
+from speaker_transcripts.models.encoder_window import MARGIN_S, SHORTEST_S, WINDOW_STEP_FRAMES, encoder_window, window_frames
 
 
 def tiny_whisper() -> WhisperForConditionalGeneration:
@@ -17,9 +17,21 @@ def tiny_whisper() -> WhisperForConditionalGeneration:
 def test_the_window_holds_the_audio_and_a_margin_and_never_exceeds_30_s():
     assert window_frames(1.0, 3000) == round(SHORTEST_S * 100)  # short audio: the shortest window Whisper does not loop in
     assert window_frames(10.0, 3000) == round((10.0 + MARGIN_S) * 100)
-    assert window_frames(10.005, 3000) % 2 == 0  # the encoder's second convolution halves it
+    assert window_frames(10.005, 3000) == 1300  # rounded up to whole seconds: the audio and the margin always fit
     assert window_frames(29.5, 3000) == 3000
     assert window_frames(1.0, 3000, 12.0) == 1200 and window_frames(1.0, 3000, 1.0) == round(SHORTEST_S * 100)  # a longer shortest window; never under SHORTEST_S
+
+    assert window_frames(1.0, 2000) == 600 and window_frames(25.0, 2000) == 2000  # never more than the model's full window
+
+
+def test_windows_come_in_a_few_sizes_so_per_shape_caches_stay_bounded():
+    """torch's oneDNN caches a primitive per input shape: a live server decoding every buffer length in
+    20-ms steps grew by ~2.8 MB per new size (issue 50). Every length from 0 to 30 s in 10-ms steps
+    needs at most the 25 whole-second windows from 6 to 30 s, each even (the second convolution halves it)."""
+    sizes = {window_frames(centis / 100, 3000) for centis in range(3001)}
+    assert sizes == set(range(600, 3001, WINDOW_STEP_FRAMES)) and all(size % 2 == 0 for size in sizes)
+    assert all(window_frames(centis / 100, 3000) >= (centis / 100 + MARGIN_S) * 100 or window_frames(centis / 100, 3000) == 3000
+               for centis in range(3001))
 
 
 def test_inside_the_window_the_encoder_reads_fewer_frames_and_everything_is_restored_after():
