@@ -30,7 +30,10 @@ from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence
 PHRASE_PAUSE_S = 0.3  # a pause this long ends a phrase
 PHRASE_MAX_S = 3.0  # longer runs are cut at a word: two quick turns run together otherwise (2 s split one reader in two)
 PHRASE_MIN_S = 0.5  # shorter phrases are not embedded: too little voice for the embedding model
-EMBEDDING_BATCH = 32  # phrases per model call: as fast per phrase as 8, and a bounded batch (3 s x 32 = 6 MB)
+# Phrases per model call. CAM++'s activations, not its input, set the peak: 32 phrases of 3 s took
+# +250 MB above the loaded model and 8 took +88 MB, in 2.0 s per 96 phrases against 3.0 s (one thread;
+# issue 50: the last minute of a 3-hour request stepped up 0.35 GB at this stage with 32).
+EMBEDDING_BATCH = 8
 MIN_PHRASES = 4  # a speaker with fewer embedded phrases is not questioned
 MAX_CLUSTERED = 2000  # phrases of one speaker clustered at most (an evenly spaced sample beyond: 2000 take 16 MB)
 SPLIT_DISTANCE = 0.6  # cosine: the diarization's clustering threshold (models/pyannote_pipeline.py), the same judgement
