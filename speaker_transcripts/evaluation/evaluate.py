@@ -113,7 +113,7 @@ class Evaluation:
 
         from speaker_transcripts.pipeline.asr import encoder_for_word_timing, quiet_loading
         from speaker_transcripts.pipeline.audio import decode_file
-        from speaker_transcripts.pipeline.transcriber import return_freed_memory
+        from speaker_transcripts.pipeline.heap import return_freed_memory
 
         self.handler = self.model_pipeline = None
         gc.collect()  # the handler's models sit in reference cycles (modules and their hooks)

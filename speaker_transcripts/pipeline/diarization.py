@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from speaker_transcripts.errors import RequestAbandoned
+from speaker_transcripts.pipeline.heap import PeriodicTrim
 from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, segment_ranges, span_of
 
 if TYPE_CHECKING:
@@ -175,8 +176,8 @@ def diarize(
 
     waveform = torch.from_numpy(samples).unsqueeze(0)
     options: dict[str, Any] = dict(hints)
-    if should_stop is not None and isinstance(pipeline, Pipeline):
-        options["hook"] = _stop_hook(should_stop)
+    if isinstance(pipeline, Pipeline):
+        options["hook"] = _progress_hook(should_stop)
     # pyannote on CPU runs on one thread (cpu_threads.py): 2.4x faster on a 10-min file, and Whisper keeps the other core.
     threads = one_thread_on_cpu(getattr(pipeline, "device", torch.device("cpu"))) if isinstance(pipeline, Pipeline) else nullcontext()
     with torch.inference_mode(), threads, warnings.catch_warnings():
@@ -271,12 +272,17 @@ def _embedding_function(model: Callable[..., Any], device: Any) -> Callable[[np.
     return embed
 
 
-def _stop_hook(should_stop: Callable[[], bool]) -> Callable[..., None]:
-    """A pyannote progress hook (called at every step and batch) that ends the run when asked."""
+def _progress_hook(should_stop: Callable[[], bool] | None) -> Callable[..., None]:
+    """A pyannote progress hook (called at every step and batch) that ends the run when asked
+    and hands the heap its batches freed back to the system every ``heap.TRIM_EVERY_S``: on a
+    3-hour file diarization runs for minutes beside Whisper, and what both threads freed piled up
+    (issue 50; ``bench/long_recording.py``)."""
+    trim = PeriodicTrim()
 
     def hook(*_: Any, **__: Any) -> None:
-        if should_stop():
+        if should_stop is not None and should_stop():
             raise RequestAbandoned("the request was abandoned during diarization")
+        trim()
 
     return hook
 

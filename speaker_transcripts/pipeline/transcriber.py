@@ -17,8 +17,6 @@ the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints a
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import logging
 import threading
 import time
@@ -54,6 +52,7 @@ from speaker_transcripts.pipeline.diarization import (
     with_overlaps,
     word_speakers,
 )
+from speaker_transcripts.pipeline.heap import return_freed_memory
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
 from speaker_transcripts.pipeline.phrase_speakers import Checked, checked
 from speaker_transcripts.pipeline.speaker_count import count_doubts
@@ -450,22 +449,6 @@ def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None, 
         asked = f"exactly {wanted}" if config.num_speakers else f"at least {wanted}"
         return [f"asked for {asked} speakers, but diarization found {count} in this audio"]
     return [] if config.num_speakers else count_doubts(found.turns, spread)
-
-
-def return_freed_memory() -> None:
-    """Hand the heap a request freed back to the system (glibc ``malloc_trim``): glibc keeps it
-    otherwise, and the next heavy request then peaks on top of the last one's leftovers."""
-    trim = getattr(_libc(), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _libc() -> Any:
-    try:
-        return ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (macOS, musl): nothing to trim
-        return None
 
 
 def _response(
