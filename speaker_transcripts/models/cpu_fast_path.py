@@ -56,6 +56,7 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 from speaker_transcripts.config import InferenceConfig
 
 INT8_DECODER = "int8 decoder"
+ENCODER_ROWS = 4  # windows the encoder takes at once on CPU (``_encode_in_slices``)
 BFLOAT16 = "bfloat16 encoder and vocabulary projection"
 PACKED_PROJECTION = "oneDNN-packed vocabulary projection"
 # The rows the packed layout is chosen for (oneDNN's hint): a request's default batch of pieces (24).
@@ -84,8 +85,10 @@ def speed_up_for_cpu(model: nn.Module, bfloat16: bool | None = None) -> list[str
     layers. Returns what was done, for the start-up log."""
     use_bfloat16 = bfloat16_supported() if bfloat16 is None else bfloat16
     done = []
+    encoder = encoder_of(model)
+    if encoder is not None:
+        _encode_in_slices(encoder)
     if use_bfloat16:
-        encoder = encoder_of(model)
         if encoder is not None:
             encoder.to(torch.bfloat16)
             encoder.register_forward_pre_hook(_features_to_bfloat16, with_kwargs=True)
@@ -166,6 +169,29 @@ def _quantize_decoder(model: nn.Module) -> bool:
     # next full pass. Collect now, so start-up's malloc_trim hands that memory back.
     gc.collect()
     return True
+
+
+def _encode_in_slices(encoder: nn.Module, rows: int = ENCODER_ROWS) -> None:
+    """Make ``encoder`` encode a batch ``rows`` inputs at a time and join the outputs: the
+    decoder still decodes the whole batch together. Measured (whisper-base, bfloat16 encoder,
+    24 windows of 30 s, 2 cores, a scratch probe): in one call +444-466 MB above the loaded model
+    at its peak and 7.3-8.5 s; 8 at a time +158-314 MB, 6.4-6.7 s; 4 at a time +95-243 MB,
+    5.8-6.2 s (the batch's activations no longer fall out of the caches). A call that asks
+    for the encoder's attentions or hidden states is left whole."""
+    whole = encoder.forward
+
+    def forward(input_features: torch.Tensor | None = None, *args: Any, **kwargs: Any) -> Any:
+        if (input_features is None or len(input_features) <= rows or args
+                or kwargs.get("output_attentions") or kwargs.get("output_hidden_states")):
+            return whole(input_features, *args, **kwargs)
+        parts = [whole(input_features[first : first + rows], **kwargs) for first in range(0, len(input_features), rows)]
+        if isinstance(parts[0], tuple):
+            return (torch.cat([part[0] for part in parts]), *parts[0][1:])
+        joined = parts[0]
+        joined.last_hidden_state = torch.cat([part.last_hidden_state for part in parts])
+        return joined
+
+    encoder.forward = forward
 
 
 def _features_to_bfloat16(_module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
