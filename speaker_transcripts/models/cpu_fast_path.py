@@ -56,9 +56,9 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 from speaker_transcripts.config import InferenceConfig
 
 INT8_DECODER = "int8 decoder"
-ENCODER_ROWS = 4  # windows the encoder takes at once on CPU (``_encode_in_slices``)
 BFLOAT16 = "bfloat16 encoder and vocabulary projection"
 PACKED_PROJECTION = "oneDNN-packed vocabulary projection"
+ENCODER_ROWS = 4  # windows the encoder takes at once on CPU (``_encode_in_slices``)
 # The rows the packed layout is chosen for (oneDNN's hint): a request's default batch of pieces (24).
 # Packed for 24, it ran 5.9 / 5.6 / 11.6 ms a step for 1 / 2 / 19 rows; packed for one row, 14 / 21 ms for 2 / 19.
 PACKED_FOR_ROWS: int = InferenceConfig.model_fields["batch_size"].default

@@ -275,8 +275,8 @@ def _embedding_function(model: Callable[..., Any], device: Any) -> Callable[[np.
 def _progress_hook(should_stop: Callable[[], bool] | None) -> Callable[..., None]:
     """A pyannote progress hook (called at every step and batch) that ends the run when asked
     and hands the heap its batches freed back to the system every ``heap.TRIM_EVERY_S``: on a
-    3-hour file diarization runs for minutes beside Whisper, and what both threads freed piled up
-    (issue 50; ``bench/long_recording.py``)."""
+    3-hour file the minutes diarization runs on after Whisper held 158 MB less (issue 50;
+    ``bench/long_recording.py``; the side-by-side peak is memory in use and stays)."""
     trim = PeriodicTrim()
 
     def hook(*_: Any, **__: Any) -> None:

@@ -20,13 +20,12 @@ def test_the_window_holds_the_audio_and_a_margin_and_never_exceeds_30_s():
     assert window_frames(10.005, 3000) == 1300  # rounded up to whole seconds: the audio and the margin always fit
     assert window_frames(29.5, 3000) == 3000
     assert window_frames(1.0, 3000, 12.0) == 1200 and window_frames(1.0, 3000, 1.0) == round(SHORTEST_S * 100)  # a longer shortest window; never under SHORTEST_S
-
     assert window_frames(1.0, 2000) == 600 and window_frames(25.0, 2000) == 2000  # never more than the model's full window
 
 
 def test_windows_come_in_a_few_sizes_so_per_shape_caches_stay_bounded():
-    """torch's oneDNN caches a primitive per input shape: a live server decoding every buffer length in
-    20-ms steps grew by ~2.8 MB per new size (issue 50). Every length from 0 to 30 s in 10-ms steps
+    """torch keeps state per input shape and glibc the heap that differently sized buffers freed: a live
+    session decoding every buffer length in 20-ms steps grew for 30 minutes (issue 50). Every length from 0 to 30 s in 10-ms steps
     needs at most the 25 whole-second windows from 6 to 30 s, each even (the second convolution halves it)."""
     sizes = {window_frames(centis / 100, 3000) for centis in range(3001)}
     assert sizes == set(range(600, 3001, WINDOW_STEP_FRAMES)) and all(size % 2 == 0 for size in sizes)
