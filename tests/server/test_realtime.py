@@ -436,7 +436,9 @@ def test_events_take_effect_in_the_order_sent_audio_right_after_an_update_is_rea
             return await events_until(socket, "conversation.item.input_audio_transcription.completed")
 
     events = asyncio.run(session())
-    assert events[0]["type"] == "session.updated" and events[0]["session"]["audio"]["input"]["format"]["rate"] == 16000
+    # on a busy machine the session may report its backlog first (seen in CI beside four busy processes)
+    answers = [event for event in events if event["type"] != "session.backlog"]
+    assert answers[0]["type"] == "session.updated" and answers[0]["session"]["audio"]["input"]["format"]["rate"] == 16000
     assert events[-1]["usage"]["seconds"] == pytest.approx(seconds, abs=0.05)
 
 
