@@ -39,12 +39,12 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def build_corpus(folder: Path, short: int, long: int, long_seconds: float) -> None:
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
     sys.path.insert(0, str(ROOT / "tests"))
     from audio_files import pcm_wav
 
-    speech = decode_file(CLIP.read_bytes()).samples
+    speech = as_float32(decode_file(CLIP.read_bytes()).samples)
     tiny = pcm_wav(speech[8000:9600])
     repeated = pcm_wav(np.resize(speech, int(long_seconds * 16000)))
     for index in range(short):

@@ -38,13 +38,13 @@ def main() -> None:
     import torch
 
     from speaker_transcripts.config import InferenceConfig, ModelSettings
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.diarization import diarize
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     pyannote_dir = tiny_models.build_pyannote_pipeline(Path(tempfile.mkdtemp(prefix="pyannote-")))
     handler = Transcriber(settings=ModelSettings(asr_model=arguments.asr_model, diarization_model=str(pyannote_dir)))
-    samples = decode_file(arguments.audio.read_bytes()).samples
+    samples = as_float32(decode_file(arguments.audio.read_bytes()).samples)
     config = InferenceConfig(language="en", return_timestamps="word", assisted=False)
 
     def asr() -> None:

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         named_attribution,
         words_of,
     )
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
     from speaker_transcripts.pipeline.diarization import Turn
     from speaker_transcripts.pipeline.speaker_naming import NAMING_THRESHOLD
     from tests.audio_files import pcm_wav
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         if item.get("kind") != "real_meeting":
             continue
         entry = entries[Path(item["audio"]).name]
-        samples = decode_file(entry.audio.read_bytes()).samples
+        samples = as_float32(decode_file(entry.audio.read_bytes()).samples)
         known, held_out = {}, []
         for speaker in sorted({turn.speaker for turn in entry.turns}):
             span = longest_alone(entry.turns, speaker)

@@ -129,13 +129,13 @@ def enrolment_cases(shared: Path) -> tuple[list[dict[str, Any]], dict[str, np.nd
     from enrolment import longest_alone
 
     from speaker_transcripts.evaluation.scoring import load_manifest, read_rttm
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
 
     def cut(samples: np.ndarray, span: tuple[float, float]) -> np.ndarray:
         return samples[int(span[0] * SAMPLING_RATE):int(span[1] * SAMPLING_RATE)]
 
     meetings = [entry for entry in load_manifest(shared / "manifest.json") if entry.kind == "real_meeting"]
-    audio = {entry.name: decode_file(entry.audio.read_bytes()).samples for entry in meetings}
+    audio = {entry.name: as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in meetings}
     clips: dict[str, list[tuple[str, np.ndarray]]] = {}  # person -> (excerpt, clip)
     for entry in meetings:
         for person in sorted({turn.speaker for turn in entry.turns}):
@@ -144,9 +144,9 @@ def enrolment_cases(shared: Path) -> tuple[list[dict[str, Any]], dict[str, np.nd
                 clips.setdefault(person, []).append((entry.name, cut(audio[entry.name], span)))
     samples_dir = REPOSITORY / "samples"
     cases = [{
-        "name": "two-readers.wav", "samples": decode_file((samples_dir / "two-readers.wav").read_bytes()).samples,
+        "name": "two-readers.wav", "samples": as_float32(decode_file((samples_dir / "two-readers.wav").read_bytes()).samples),
         "turns": read_rttm(samples_dir / "two-readers.rttm"),
-        "genuine": {person: decode_file((samples_dir / "enrolment" / f"reader-{person.lower()}.wav").read_bytes()).samples
+        "genuine": {person: as_float32(decode_file((samples_dir / "enrolment" / f"reader-{person.lower()}.wav").read_bytes()).samples)
                     for person in ("A", "B")},
     }]
     for entry in meetings:
@@ -154,7 +154,7 @@ def enrolment_cases(shared: Path) -> tuple[list[dict[str, Any]], dict[str, np.nd
         genuine = {person: clip for person in sorted(present) for excerpt, clip in clips.get(person, []) if excerpt != entry.name}
         if genuine:
             cases.append({"name": entry.name, "samples": audio[entry.name], "turns": entry.turns, "genuine": genuine})
-    impostor_pool = {"impostor.wav": decode_file((samples_dir / "enrolment" / "impostor.wav").read_bytes()).samples}
+    impostor_pool = {"impostor.wav": as_float32(decode_file((samples_dir / "enrolment" / "impostor.wav").read_bytes()).samples)}
     impostor_pool |= {person: pairs[0][1] for person, pairs in clips.items()}
     return cases, impostor_pool
 
@@ -166,10 +166,10 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 def heard_through(samples: np.ndarray, codec: str, container: str, rate: int, bit_rate: int | None) -> np.ndarray:
     """``samples`` through the codec (``tests/audio_files.py``) and back through the product's own decoder
     (which resamples to 16 kHz), as a call recording reaches it."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from tests.audio_files import through_codec
 
-    return decode_file(through_codec(samples, codec, container, rate, bit_rate)).samples
+    return as_float32(decode_file(through_codec(samples, codec, container, rate, bit_rate)).samples)
 
 
 if __name__ == "__main__":

@@ -38,13 +38,13 @@ def main() -> None:
     from transformers import pipeline
 
     from speaker_transcripts.config import ModelSettings
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     handler = Transcriber(settings=ModelSettings(asr_model=arguments.asr_model))
     bare = pipeline("automatic-speech-recognition", model=arguments.asr_model)
     data = arguments.audio.read_bytes()
-    samples = decode_file(data).samples
+    samples = as_float32(decode_file(data).samples)
     bare_s = median_seconds(lambda: bare({"raw": samples, "sampling_rate": 16000}, chunk_length_s=30, batch_size=24,
                                          return_timestamps=True, generate_kwargs={"num_beams": 1, "do_sample": False}))
     detected_s = median_seconds(lambda: handler({"inputs": data, "parameters": {}}))

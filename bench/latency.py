@@ -66,7 +66,7 @@ def main() -> None:
     from transformers import pipeline
 
     from speaker_transcripts.config import ModelSettings
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     handler = Transcriber(settings=ModelSettings(
@@ -79,8 +79,8 @@ def main() -> None:
         generate_kwargs.update(language=arguments.language, task="transcribe")
 
     clips = {
-        "short": decode_file(arguments.short.read_bytes()).samples,
-        "long": np.concatenate([decode_file(path.read_bytes()).samples for path in arguments.long]),
+        "short": as_float32(decode_file(arguments.short.read_bytes()).samples),
+        "long": np.concatenate([as_float32(decode_file(path.read_bytes()).samples) for path in arguments.long]),
     }
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"device {recognizer.device}, {recognizer.dtype}; threads {torch.get_num_threads()}")

@@ -136,14 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     from speaker_transcripts.live.capacity import live_capacity
     from speaker_transcripts.live.session import LiveConfig, LiveSession
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     entries = [entry for entry in load_manifest(arguments.manifest) if entry.kind == "synthetic_conversation" and entry.speaker_texts]
     handler = Transcriber(ModelSettings(asr_model=arguments.asr_model,
                                         diarization_model="pyannote-campplus" if arguments.diarize else None))
     normalise = english_normaliser()
-    audio = {entry.name: decode_file(entry.audio.read_bytes()).samples for entry in entries}
+    audio = {entry.name: as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries}
     file_path = {entry.name: handler({"inputs": {"array": audio[entry.name], "sampling_rate": 16000},
                                       "parameters": {"language": "en", "return_timestamps": "word"}}) for entry in entries}
     fast_encoder = handler.capabilities.fast_encoder

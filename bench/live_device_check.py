@@ -34,7 +34,7 @@ def main() -> int:
     from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.live.events import SpeechStarted, TranscriptCompleted
     from speaker_transcripts.live.session import LOOKAHEAD_S, LiveConfig, LiveSession
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     model = builders.build_whisper(Path(tempfile.mkdtemp()) / "whisper-en", multilingual=False)
@@ -44,7 +44,7 @@ def main() -> int:
     frames: list[int] = []
     handler.recognizer.model.get_encoder().register_forward_pre_hook(
         lambda _module, args, kwargs: frames.append((args[0] if args else kwargs["input_features"]).shape[-1]), with_kwargs=True)
-    speech = decode_file((ROOT / "tests" / "data" / "goforward.wav").read_bytes()).samples
+    speech = as_float32(decode_file((ROOT / "tests" / "data" / "goforward.wav").read_bytes()).samples)
     quiet = np.zeros(int(1.5 * RATE), dtype=np.float32)
     audio = np.concatenate([quiet[: RATE // 2], speech, quiet, speech, quiet])
     for lookahead in (0.0, LOOKAHEAD_S):

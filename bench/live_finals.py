@@ -30,7 +30,7 @@ from speaker_transcripts.config import InferenceConfig, ModelSettings
 from speaker_transcripts.evaluation.scoring import english_normaliser, load_manifest, word_errors, words_of
 from speaker_transcripts.live.events import TranscriptCompleted
 from speaker_transcripts.live.session import FINAL_WINDOW_S, LiveConfig, LiveSession, said_before
-from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.audio import as_float32, decode_file
 from speaker_transcripts.pipeline.long_form import Piece
 from speaker_transcripts.pipeline.transcriber import Transcriber
 from speaker_transcripts.pipeline.transcript import Chunk
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     normalise = english_normaliser()
     totals: dict[str, Any] = {}
     for entry in entries:
-        audio = decode_file(entry.audio.read_bytes()).samples
+        audio = as_float32(decode_file(entry.audio.read_bytes()).samples)
         turns = live_turns(handler, audio)
         variants = {"live": " ".join(text for _, _, text in turns),
                     "file": handler({"inputs": {"array": audio, "sampling_rate": RATE}, "parameters": {"language": "en"}})["text"]}

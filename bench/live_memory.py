@@ -50,11 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.evaluation.scoring import load_manifest
     from speaker_transcripts.live.capacity import live_capacity
     from speaker_transcripts.live.session import LiveConfig, LiveSession
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     entries = [entry for entry in load_manifest(arguments.manifest) if entry.kind == "synthetic_conversation"]
-    joined = np.concatenate([decode_file(entry.audio.read_bytes()).samples for entry in entries])
+    joined = np.concatenate([as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries])
     samples = np.tile(joined, int(np.ceil(arguments.minutes * 60 * SAMPLING_RATE / len(joined))))[: int(arguments.minutes * 60 * SAMPLING_RATE)]
     handler = Transcriber(ModelSettings(asr_model=arguments.asr_model,
                                         diarization_model="pyannote-campplus" if arguments.diarize else None))

@@ -60,10 +60,10 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build_long_file(entries: list[Any], minutes: float, seed: int = 0) -> tuple[np.ndarray, str, list[tuple[float, float]]]:
     """The recipe in the module doc: samples, reference text, inserted silences (start, end)."""
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
 
     rng = np.random.default_rng(seed)
-    clips = [(decode_file(entry.audio.read_bytes()).samples, entry.text) for entry in entries]
+    clips = [(as_float32(decode_file(entry.audio.read_bytes()).samples), entry.text) for entry in entries]
     pieces: list[np.ndarray] = []
     texts: list[str] = []
     silences: list[tuple[float, float]] = []
@@ -88,13 +88,13 @@ def benchmark_files(manifest: Path, out: Path, minutes: float) -> tuple[dict[str
     """The dev files with text and the built long file (``"long"``), saved as 16-kHz ``.npy`` in
     ``out`` for the workers: name -> (path, reference text, seconds); and the long file's inserted silences."""
     from speaker_transcripts.evaluation.scoring import load_manifest
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
 
     entries = [entry for entry in load_manifest(manifest) if entry.text]
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, tuple[Path, str, float]] = {}
     for entry in entries:
-        samples = decode_file(entry.audio.read_bytes()).samples
+        samples = as_float32(decode_file(entry.audio.read_bytes()).samples)
         np.save(out / f"{entry.name}.npy", samples)
         files[entry.name] = (out / f"{entry.name}.npy", entry.text, len(samples) / SAMPLING_RATE)
     long_samples, long_text, silences = build_long_file(entries, minutes)

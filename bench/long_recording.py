@@ -34,7 +34,7 @@ STAGES = {"asr": {"diarize": False}, "diarization": {"task": "diarize"}, "both":
 CHILD = """
 import json, sys, time
 from speaker_transcripts import ModelSettings, Transcriber
-from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
 settings = ModelSettings.self_hosted().model_copy(update={"asr_model": sys.argv[2], "warmup": False})
 transcriber = Transcriber(settings)
 started = time.perf_counter()
@@ -53,9 +53,9 @@ def build(source: Path, minutes: float, folder: Path) -> Path:
 
     import numpy as np
 
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
 
-    pcm = (np.clip(decode_file(source.read_bytes()).samples, -1, 1) * 32767).astype("<i2").tobytes()
+    pcm = (np.clip(as_float32(decode_file(source.read_bytes()).samples), -1, 1) * 32767).astype("<i2").tobytes()
     frames = int(minutes * 60 * SAMPLING_RATE) * 2
     path = folder / f"{source.stem}-{minutes:g}min.wav"
     with wave.open(str(path), "wb") as writer:

@@ -209,11 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--batch-files", type=int, default=1000, help="clips in the killed-and-resumed batch job")
     arguments = parser.parse_args(argv)
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
     surfaces = set(arguments.surfaces)
     rng = random.Random(arguments.seed)
-    speech = decode_file((ROOT / "samples" / "two-readers.wav").read_bytes()).samples
+    speech = as_float32(decode_file((ROOT / "samples" / "two-readers.wav").read_bytes()).samples)
     report = Report()
     if surfaces & {"http", "connections"}:
         probe_http_and_connections(arguments, rng, speech, surfaces, report)

@@ -159,10 +159,10 @@ def conversation(
 
 def source_audio(path: Path, cache: dict[Path, np.ndarray]) -> np.ndarray:
     """The product's own decoding (mono float32 at 16 kHz), once per file."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
     if path not in cache:
-        cache[path] = decode_file(path.read_bytes(), 3600).samples
+        cache[path] = as_float32(decode_file(path.read_bytes(), 3600).samples)
     return cache[path]
 
 

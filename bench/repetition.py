@@ -128,14 +128,14 @@ def benchmark_files(manifest: Path, minutes: float, normalise: Callable[[str], s
     from long_form import build_long_file
 
     from speaker_transcripts.evaluation.scoring import load_manifest
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
     entries = load_manifest(manifest)
     with_text = [entry for entry in entries if entry.text]
     files = []
     clips = []
     for entry in with_text:
-        samples = decode_file(entry.audio.read_bytes()).samples
+        samples = as_float32(decode_file(entry.audio.read_bytes()).samples)
         clips.append(samples)
         file = BenchFile(entry.name, "dev", samples, entry.text)
         file.reference_times = spread(entry.text, 0.0, file.seconds, normalise)
@@ -147,7 +147,7 @@ def benchmark_files(manifest: Path, minutes: float, normalise: Callable[[str], s
     files.append(long)
     meetings = [entry for entry in entries if entry.audio.parent.name == "meetings"]
     if meetings:
-        samples = np.concatenate([decode_file(entry.audio.read_bytes()).samples for entry in meetings])
+        samples = np.concatenate([as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in meetings])
         files.append(BenchFile(f"meetings ({len(meetings)} AMI excerpts)", "meetings", samples, None))
     return files
 

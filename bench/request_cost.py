@@ -44,11 +44,11 @@ def run_case(name: str, asr_model: str) -> dict:
     import numpy as np
 
     from speaker_transcripts.config import ModelSettings
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     seconds, parameters = CASES[name]
-    speech = decode_file(SAMPLE.read_bytes()).samples
+    speech = as_float32(decode_file(SAMPLE.read_bytes()).samples)
     samples = np.resize(speech, int(seconds * SAMPLING_RATE))
     handler = Transcriber(settings=ModelSettings(asr_model=asr_model, diarization_model=None))
     handler({"inputs": {"array": speech[:SAMPLING_RATE * 2], "sampling_rate": SAMPLING_RATE}})  # lazy init outside the peak

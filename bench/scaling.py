@@ -29,9 +29,9 @@ def build_audio(sources: list[Path], minutes: float, path: Path) -> None:
     import numpy as np
 
     from bench.latency import wav_bytes
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    pieces = [decode_file(source.read_bytes()).samples for source in sources]
+    pieces = [as_float32(decode_file(source.read_bytes()).samples) for source in sources]
     speech = np.concatenate(pieces)
     repeats = int(np.ceil(minutes * 60 * 16000 / len(speech)))
     path.write_bytes(wav_bytes(np.tile(speech, repeats)[: int(minutes * 60 * 16000)]))

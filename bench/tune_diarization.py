@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from speaker_transcripts.evaluation.scoring import DiarizationTotals, load_manifest
     from speaker_transcripts.models import registry as models
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
     from speaker_transcripts.pipeline.diarization import Turn, turns_from_output
 
     entries = [entry for manifest in arguments.manifest for entry in load_manifest(manifest) if entry.turns and entry.audio.suffix == ".wav"]
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline._segmentation.model.register_forward_hook(bias_powerset)
     files = []
     for entry in entries:
-        samples = decode_file(entry.audio.read_bytes(), 3600).samples
+        samples = as_float32(decode_file(entry.audio.read_bytes(), 3600).samples)
         files.append({"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLING_RATE, "uri": entry.name})
 
     def speakers(turns: list[Turn]) -> int:

@@ -37,13 +37,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from speaker_transcripts.evaluation.scoring import load_manifest
     from speaker_transcripts.pipeline import speech_gate
-    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
     from speaker_transcripts.pipeline.long_form import PIECE_PAD_S
 
     gate = speech_gate.SpeechGate()
     scored, quiet = [], []
     for entry in load_manifest(arguments.manifest):
-        samples = decode_file(entry.audio.read_bytes()).samples
+        samples = as_float32(decode_file(entry.audio.read_bytes()).samples)
         if entry.kind == "real_meeting":
             samples = samples[: int(MEETING_SECONDS * SAMPLING_RATE)]
         if entry.turns:

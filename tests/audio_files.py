@@ -10,10 +10,12 @@ import wave
 
 import numpy as np
 
+from speaker_transcripts.pipeline.samples import as_float32
+
 
 def pcm_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
-    """PCM16 WAV; ``samples`` is (n,) or (channels, n), floats in [-1, 1] (clipped)."""
-    frames = np.atleast_2d(samples)
+    """PCM16 WAV; ``samples`` is (n,) or (channels, n), floats in [-1, 1] (clipped) or 16-bit (a decoded request's)."""
+    frames = np.atleast_2d(as_float32(np.asarray(samples)))
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as writer:
         writer.setnchannels(frames.shape[0])

@@ -195,10 +195,10 @@ def test_every_curl_example_runs_as_written_on_a_file_of_several_megabytes(undia
 
     import numpy as np
 
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from tests.audio_files import pcm_wav
 
-    samples = decode_file(speech_wav).samples
+    samples = as_float32(decode_file(speech_wav).samples)
     (tmp_path / "meeting.wav").write_bytes(pcm_wav(np.resize(samples, 4 * 60 * 16000)))
     assert (tmp_path / "meeting.wav").stat().st_size > 7_000_000
     (tmp_path / "samples").mkdir()

@@ -73,9 +73,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def file_pieces(path: Path, speed: float) -> Iterator[np.ndarray]:
     """The file's 16-kHz samples as they would arrive if spoken now (``speed`` times faster): each
     call hands over whatever has "arrived" since the last, so a slow consumer gets larger pieces."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    samples = decode_file(path.read_bytes()).samples
+    samples = as_float32(decode_file(path.read_bytes()).samples)  # as a microphone's come
     started, sent = time.monotonic(), 0
     while sent < len(samples):
         due = min(len(samples), max(int((time.monotonic() - started) * speed * SAMPLING_RATE), sent + int(PIECE_S * SAMPLING_RATE)))

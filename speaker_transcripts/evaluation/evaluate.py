@@ -112,7 +112,7 @@ class Evaluation:
         from transformers import pipeline
 
         from speaker_transcripts.pipeline.asr import encoder_for_word_timing, quiet_loading
-        from speaker_transcripts.pipeline.audio import decode_file
+        from speaker_transcripts.pipeline.audio import as_float32, decode_file
         from speaker_transcripts.pipeline.heap import return_freed_memory
 
         self.handler = self.model_pipeline = None
@@ -127,7 +127,7 @@ class Evaluation:
         # words (with the maps, `evaluate` on the dev files peaked at 4.5 GB; eager, at 2.55 GB)
         encoder_for_word_timing(self.bare.model)
         for entry, row in zip(entries, rows, strict=True):
-            samples = decode_file(entry.audio.read_bytes()).samples
+            samples = as_float32(decode_file(entry.audio.read_bytes()).samples)  # what the handler's stages take
             reference = words_of(entry.text, self.normalise)
             for timestamps in MODES:
                 started = time.perf_counter()

@@ -41,7 +41,7 @@ from speaker_transcripts.config import InferenceConfig, ModelCapabilities, Model
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.models.cpu_fast_path import bfloat16_supported, encoder_of, speed_up_for_cpu
 from speaker_transcripts.models.encoder_window import encoder_window, window_frames
-from speaker_transcripts.pipeline.audio import SAMPLING_RATE
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32
 from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.loop_ending import EndLoops
@@ -353,7 +353,7 @@ class SpeechRecognizer:
     ) -> list[dict[str, Any]]:
         with self._windows_counted(on_progress, chunk_length_s, duration):
             result = self.pipeline(
-                {"raw": samples, "sampling_rate": SAMPLING_RATE},
+                {"raw": as_float32(samples), "sampling_rate": SAMPLING_RATE},  # the whole file: this path copies it
                 chunk_length_s=chunk_length_s,
                 ignore_warning=True,  # the "chunk_length_s is very experimental" paragraph, once per file
                 **options,
@@ -529,7 +529,7 @@ class SpeechRecognizer:
         ``IndexError`` with ``return_language=True`` and ``batch_size > 1``).
         """
         features = self.processor.feature_extractor(
-            samples[: 30 * SAMPLING_RATE], sampling_rate=SAMPLING_RATE, return_tensors="pt"
+            as_float32(samples[: 30 * SAMPLING_RATE]), sampling_rate=SAMPLING_RATE, return_tensors="pt"
         ).input_features.to(self.model.device, self.dtype)
         with torch.inference_mode():
             language_token_ids = self.model.detect_language(features)

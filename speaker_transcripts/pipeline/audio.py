@@ -1,10 +1,12 @@
-"""Turn whatever a client sent into 16 kHz mono float32 samples, once per request.
+"""Turn whatever a client sent into 16 kHz mono samples, once per request.
 
 Whisper and pyannote both want 16 kHz mono; decoding and resampling once here and handing the
 same array to both keeps their timestamps on one clock whatever rate or container came in.
 PyAV is used because its wheels bundle FFmpeg: every common container (wav, flac, mp3,
 ogg/opus, m4a, webm) decodes after ``pip install`` alone, with libswresample doing the
 resampling and channel down-mix.
+
+The samples are held as 16-bit (``samples.py``): half of float32, and exact for a 16-bit recording.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import av
 import numpy as np
 
 from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError, RequestAbandoned, shown
+from speaker_transcripts.pipeline.samples import STORED, as_float32, stored
 
 SAMPLING_RATE = 16000
 # What a folder of recordings is searched for (the CLI's and the batch job's inputs, enrolment clip folders).
@@ -45,7 +48,8 @@ _BASE64_ALPHABET = re.compile(rb"^[A-Za-z0-9+/=_\-\s]+$")
 
 @dataclass(frozen=True)
 class DecodedAudio:
-    """Mono float32 samples at ``SAMPLING_RATE`` Hz."""
+    """Mono samples at ``SAMPLING_RATE`` Hz, held as 16-bit (``samples.STORED``); a model takes
+    ``samples.as_float32`` of the stretch it works on."""
 
     samples: np.ndarray
 
@@ -139,11 +143,12 @@ def from_array(samples: Any, sampling_rate: Any, max_seconds: float | None = Non
             f"sampling_rate must be an integer between {MIN_SAMPLING_RATE} and {MAX_SAMPLING_RATE} Hz, got {shown(sampling_rate)}"
         )
     try:
-        array = np.asarray(samples, dtype=np.float32)
+        # A 16-bit array is PCM (a decoded file handed back in, as the CLI does) and is kept: a float32 copy of 3 h is 691 MB.
+        array = samples if isinstance(samples, np.ndarray) and samples.dtype == STORED else np.asarray(samples, dtype=np.float32)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an integer too large for any float
         raise InvalidRequestError("the audio array must contain only numbers (within float range)") from None
     if array.ndim == 2:
-        array = array.mean(axis=0 if array.shape[0] <= array.shape[1] else 1)
+        array = as_float32(array).mean(axis=0 if array.shape[0] <= array.shape[1] else 1)
     if array.ndim != 1:
         raise InvalidRequestError(f"the audio array must be 1-D (or channels x samples), got shape {array.shape}")
     if array.size == 0:
@@ -152,11 +157,13 @@ def from_array(samples: Any, sampling_rate: Any, max_seconds: float | None = Non
         raise _too_long(array.size / sampling_rate, max_seconds)
     if not np.isfinite(array).all():
         raise InvalidRequestError("the audio array contains NaN or infinite values")
+    if array.dtype != STORED and (peak := float(np.abs(array).max())) > 1.0:
+        array = array / peak  # not full-scale floats (16-bit values sent as floats, a mix past 1.0): scaled, not clipped to 16 bits
     if sampling_rate != SAMPLING_RATE:
-        array = _resample(array, sampling_rate)
+        array = _resample(as_float32(array), sampling_rate)
         if array.size == 0:
             raise InvalidRequestError(f"the audio array is too short to resample from {sampling_rate} Hz (send at least a few ms)")
-    return DecodedAudio(np.ascontiguousarray(array, dtype=np.float32))
+    return DecodedAudio(stored(array))
 
 
 def _from_base64(text: str) -> bytes:
@@ -203,8 +210,6 @@ def _decode_container(data: bytes, max_seconds: float | None = None, should_stop
         raise InvalidRequestError(f"could not decode the audio ({_ffmpeg_reason(error)}); send a valid audio file") from None
     if samples.size == 0:
         raise InvalidRequestError("the file holds no audio samples (is it empty or cut short?)")
-    if not np.isfinite(samples).all():  # one NaN turns Whisper's features to NaN: "!!!!" at 10x the time
-        raise InvalidRequestError("the audio contains NaN or infinite sample values; send finite samples")
     decoded = len(samples) / SAMPLING_RATE
     if declared is not None and declared - decoded > max(TRUNCATION_TOLERANCE_S, TRUNCATION_TOLERANCE_RATIO * declared):
         raise InvalidRequestError(
@@ -219,8 +224,8 @@ def _resampled(
     should_stop: Callable[[], bool] | None = None,
     expected: int | None = None,
 ) -> np.ndarray:
-    """16 kHz mono float32 from frames of any rate and layout (libswresample, flushed at the end),
-    written into one array sized for ``expected`` samples (``SampleBuffer``).
+    """16 kHz mono 16-bit samples from frames of any rate and layout (libswresample, flushed at the
+    end), written into one array sized for ``expected`` samples (``SampleBuffer``).
 
     Each frame's rate and length are checked *before* it is resampled: a header can understate
     the length or change the rate mid-stream, and one frame at a few Hz would resample to hours,
@@ -248,24 +253,28 @@ def _resampled(
 
 
 class SampleBuffer:
-    """Samples appended into one float32 array, sized up front and grown by a quarter when full.
+    """Samples appended into one 16-bit array (``samples.STORED``), sized up front and grown by a
+    quarter when full; each piece is checked finite as it comes (one NaN turns Whisper's features to NaN:
+    "!!!!" at 10x the time).
 
-    Decoded into a list of frames and joined at the end, a 3-h file held its 691 MB of samples
-    twice at the peak. Sized from the header's duration, the array is written once; memory the
-    header promised and the file never filled is never touched (``np.empty`` pages are not
-    resident until written), so an overstated header costs no memory."""
+    Decoded into a list of frames and joined at the end, a 3-h file held its 691 MB of (then
+    float32) samples twice at the peak. Sized from the header's duration, the array is written
+    once; memory the header promised and the file never filled is never touched (``np.empty``
+    pages are not resident until written), so an overstated header costs no memory."""
 
     def __init__(self, capacity: int) -> None:
-        self._data = np.empty(max(capacity, 1), dtype=np.float32)
+        self._data = np.empty(max(capacity, 1), dtype=STORED)
         self.size = 0
 
     def add(self, samples: np.ndarray) -> None:
+        if not np.isfinite(samples).all():
+            raise InvalidRequestError("the audio contains NaN or infinite sample values; send finite samples")
         end = self.size + len(samples)
         if end > len(self._data):
-            grown = np.empty(max(end, len(self._data) + len(self._data) // 4), dtype=np.float32)
+            grown = np.empty(max(end, len(self._data) + len(self._data) // 4), dtype=STORED)
             grown[: self.size] = self._data[: self.size]
             self._data = grown
-        self._data[self.size : end] = samples
+        self._data[self.size : end] = stored(samples)
         self.size = end
 
     def samples(self) -> np.ndarray:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from speaker_transcripts.pipeline.samples import as_float32
+
 SAMPLING_RATE = 16000
 TELEPHONE_BAND_HZ = (300.0, 3400.0)  # ITU-T G.711/G.712 narrowband telephony
 NARROWBAND_EDGE_HZ = 5500.0  # spectrum stopping below: telephone-band (telephone copies measured 3.8-4.4 kHz, wideband 7.1-8 kHz)
@@ -59,7 +61,7 @@ def long_term_spectrum(
     for start in range(0, max(len(samples) - SEGMENT, 0) + 1, step):
         block = samples[start : start + step + hop]
         count = (len(block) - SEGMENT) // hop + 1
-        frequencies, power = signal.welch(block.astype(np.float64), fs=sampling_rate, nperseg=SEGMENT)
+        frequencies, power = signal.welch(as_float32(block).astype(np.float64), fs=sampling_rate, nperseg=SEGMENT)
         total = power * count if total is None else total + power * count
         segments += count
     return frequencies, total / segments
@@ -76,4 +78,4 @@ def telephone_band(samples: np.ndarray, sampling_rate: int = SAMPLING_RATE) -> n
     from scipy import signal
 
     sections = signal.butter(6, TELEPHONE_BAND_HZ, btype="bandpass", fs=sampling_rate, output="sos")
-    return signal.sosfiltfilt(sections, samples.astype(np.float64)).astype(np.float32)
+    return signal.sosfiltfilt(sections, as_float32(samples).astype(np.float64)).astype(np.float32)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,20 +167,23 @@ def diarize(
     renumbered in order of first appearance (it numbers clusters, so the first voice heard could
     be ``SPEAKER_01``); other labels are kept. ``should_stop`` saying yes ends a pyannote
     pipeline at its next step (segmentation or embedding batch) with ``RequestAbandoned``;
-    other seams run to the end.
+    other seams run to the end. A request's 16-bit samples (``samples.py``) are handed to pyannote
+    as they are when its models can be given float32 batch by batch (``_models_take_float32``);
+    otherwise they are made float32 first.
     """
     import torch
     from pyannote.audio import Pipeline
 
     from speaker_transcripts.pipeline.cpu_threads import one_thread_on_cpu
+    from speaker_transcripts.pipeline.samples import as_float32
 
-    waveform = torch.from_numpy(samples).unsqueeze(0)
     options: dict[str, Any] = dict(hints)
     if isinstance(pipeline, Pipeline):
         options["hook"] = _progress_hook(should_stop)
     # pyannote on CPU runs on one thread (cpu_threads.py): 2.4x faster on a 10-min file, and Whisper keeps the other core.
     threads = one_thread_on_cpu(getattr(pipeline, "device", torch.device("cpu"))) if isinstance(pipeline, Pipeline) else nullcontext()
-    with torch.inference_mode(), threads, warnings.catch_warnings():
+    with torch.inference_mode(), threads, warnings.catch_warnings(), _models_take_float32(pipeline) as converted:
+        waveform = torch.from_numpy(samples if converted else as_float32(samples)).unsqueeze(0)
         # pyannote averages an empty set of embeddings on audio with no speaker: numpy warns, the answer is no turns
         warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
         warnings.filterwarnings("ignore", message="invalid value encountered in divide", category=RuntimeWarning)
@@ -191,6 +194,38 @@ def diarize(
     if not all(re.fullmatch(r"SPEAKER_\d+", label) for label in labels):
         return found
     return found.renamed({label: f"SPEAKER_{index:02d}" for index, label in enumerate(labels)})
+
+
+@contextmanager
+def _models_take_float32(pipeline: DiarizationPipeline) -> Iterator[bool]:
+    """While it lasts, pyannote's segmentation and embedding models turn whatever waveforms they
+    are given into float32 as they take them (a forward pre-hook each), so the pipeline can slide
+    over a request's 16-bit samples and crop them, and only a batch at a time is float32: a
+    float32 copy of a 3-hour file is 691 MB. Yields whether both models were found (torch
+    modules at pyannote's ``_segmentation.model`` and ``_embedding.model_``); other seams get
+    float32."""
+    import torch
+
+    models = [
+        getattr(getattr(pipeline, "_segmentation", None), "model", None),
+        getattr(getattr(pipeline, "_embedding", None), "model_", None),
+    ]
+    if not all(isinstance(model, torch.nn.Module) for model in models):
+        yield False
+        return
+    handles = [model.register_forward_pre_hook(_float32_waveforms) for model in models]
+    try:
+        yield True
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _float32_waveforms(_: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    from speaker_transcripts.pipeline.samples import as_float32_tensor
+
+    waveforms, *rest = inputs
+    return (as_float32_tensor(waveforms), *rest)
 
 
 def _embeddings_of(output: Any) -> dict[str, np.ndarray]:
@@ -262,8 +297,9 @@ def _embedding_function(model: Callable[..., Any], device: Any) -> Callable[[np.
         import torch
 
         from speaker_transcripts.pipeline.cpu_threads import one_thread_on_cpu
+        from speaker_transcripts.pipeline.samples import as_float32
 
-        batch = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1, samples.shape[-1])
+        batch = np.ascontiguousarray(as_float32(samples)).reshape(-1, samples.shape[-1])
         with torch.inference_mode(), one_thread_on_cpu(device):
             vectors = model(torch.from_numpy(batch)[:, None])
         vectors = np.asarray(vectors.cpu() if isinstance(vectors, torch.Tensor) else vectors, dtype=np.float32)

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from speaker_transcripts.pipeline.samples import as_float32
+
 PIECE_PAD_S = 0.2  # context either side of the speech, so the first and last words are whole
 # Whisper writes a last segment into the padding it adds up to 30 s ("you", "Thank you."):
 # text that starts this close to the end of a piece, or later, was not in the piece.
@@ -63,9 +65,10 @@ class Piece:
         return self.offsets[-1]
 
     def audio(self, samples: np.ndarray) -> np.ndarray:
+        """The piece's samples as Whisper takes them: float32 (a request holds 16-bit, ``samples.py``)."""
         if len(self.spans) == 1:
-            return samples[self.start : self.end]
-        return np.concatenate([samples[start:end] for start, end in self.spans])
+            return as_float32(samples[self.start : self.end])
+        return as_float32(np.concatenate([samples[start:end] for start, end in self.spans]))
 
     def on_file_clock(self, start: float, end: float, sampling_rate: int) -> tuple[float, float]:
         """A chunk's times on the piece's clock (seconds from its first sample) on the file's.

@@ -24,6 +24,7 @@ import torch
 
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
 from speaker_transcripts.pipeline.cpu_threads import torch_threads
+from speaker_transcripts.pipeline.samples import as_float32_tensor
 
 BLOCK_S = 30.0  # scan in Whisper-window-sized blocks; most speech is found in the first one
 MIN_SPEECH_MS = 250
@@ -96,15 +97,16 @@ class SpeechGate:
         the network once per window from Python: 13.1 s on a 10-min file against 1.7 s this way,
         the same spans, probabilities within 3e-5 (tests/pipeline/test_speech_gate.py). The whole
         windows are a view of ``samples`` and the last, padded one is run after them: padding the
-        file whole copied a 3-h file's 691 MB."""
+        file whole copied a 3-h file's 691 MB. Each call's windows become float32 as they go in
+        (a request's samples are held as 16-bit: ``samples.py``)."""
         audio = torch.from_numpy(np.ascontiguousarray(samples))
         whole = len(audio) // WINDOW * WINDOW
         windows = audio[:whole].reshape(-1, WINDOW)
         probabilities, state = self._windows_probabilities(windows, torch.zeros(1, CONTEXT), None)
         if whole == len(audio):
             return probabilities
-        last = torch.nn.functional.pad(audio[whole:], (0, WINDOW - (len(audio) - whole)))[None]
-        context = windows[-1:, -CONTEXT:] if len(windows) else torch.zeros(1, CONTEXT)
+        last = torch.nn.functional.pad(as_float32_tensor(audio[whole:]), (0, WINDOW - (len(audio) - whole)))[None]
+        context = as_float32_tensor(windows[-1:, -CONTEXT:]) if len(windows) else torch.zeros(1, CONTEXT)
         return probabilities + self._windows_probabilities(last, context, state)[0]
 
     def _windows_probabilities(
@@ -116,8 +118,8 @@ class SpeechGate:
         whole file at once, it was another copy of it)."""
         probabilities = []
         for first in range(0, len(windows), WINDOWS_PER_CALL):
-            block = windows[first : first + WINDOWS_PER_CALL]
-            before = context if first == 0 else windows[first - 1 : first, -CONTEXT:]
+            block = as_float32_tensor(windows[first : first + WINDOWS_PER_CALL])
+            before = context if first == 0 else as_float32_tensor(windows[first - 1 : first, -CONTEXT:])
             inputs = torch.cat([torch.cat([before, block[:-1, -CONTEXT:]]), block], dim=1)
             features = self._network.encoder(self._network.stft(inputs))
             hidden, state = self._recurrence(features.squeeze(-1).unsqueeze(1), state)  # the windows as one sequence

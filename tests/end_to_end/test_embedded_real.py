@@ -32,9 +32,9 @@ DASHWOOD = ("and mister john dashwood had then leisure to consider how much ther
 
 
 def samples_of(path: Path) -> np.ndarray:
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    return decode_file(path.read_bytes()).samples
+    return as_float32(decode_file(path.read_bytes()).samples)  # some tests hand them to pyannote's pipeline directly
 
 
 @pytest.fixture(scope="module")
@@ -275,10 +275,10 @@ def test_known_speakers_name_both_readers_and_not_an_impostor(handler, conversat
 
 def telephone_copy(audio: bytes) -> bytes:
     """``audio`` as a landline recording reaches us: G.711 mu-law at 8 kHz in a WAV (FFmpeg's encoder)."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from tests.audio_files import through_codec
 
-    return through_codec(decode_file(audio).samples, "pcm_mulaw", "wav", 8000)
+    return through_codec(as_float32(decode_file(audio).samples), "pcm_mulaw", "wav", 8000)
 
 
 def test_readers_enrolled_from_wideband_clips_are_named_on_a_telephone_copy(handler, conversation):
@@ -469,9 +469,9 @@ async def realtime_speakers(url: str, transcription: dict) -> list[str]:
 
     from openai import AsyncOpenAI
 
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    pcm = (np.clip(decode_file(SAMPLE.read_bytes()).samples, -1, 1) * 32767).astype("<i2").tobytes()
+    pcm = (np.clip(as_float32(decode_file(SAMPLE.read_bytes()).samples), -1, 1) * 32767).astype("<i2").tobytes()
     segments = []
     async with AsyncOpenAI(base_url=f"{url}/v1", api_key="unused").realtime.connect(extra_query={"intent": "transcription"}) as connection:
         await connection.session.update(session={"type": "transcription", "audio": {"input": {

@@ -90,10 +90,10 @@ def test_a_piece_that_loops_is_caught_and_decoded_again():
     import numpy as np
 
     from speaker_transcripts.config import ModelSettings
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.repetition import repeated_run
 
-    audio = np.concatenate([decode_file((DEV_AUDIO / "meetings" / f"{name}.wav").read_bytes()).samples for name in MEETINGS])
+    audio = np.concatenate([as_float32(decode_file((DEV_AUDIO / "meetings" / f"{name}.wav").read_bytes()).samples) for name in MEETINGS])
     handler = Transcriber(settings=ModelSettings(asr_model=str(real("whisper-base")), diarization_model=None, warmup=False))
     said: list[str] = []
     watcher = logging.Handler(logging.DEBUG)

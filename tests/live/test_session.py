@@ -17,7 +17,7 @@ from speaker_transcripts.live.events import (
     TranscriptSegment,
 )
 from speaker_transcripts.live.session import LOOKAHEAD_S, LiveConfig, LiveSession, said_before
-from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.audio import as_float32, decode_file
 from speaker_transcripts.pipeline.transcript import Chunk
 
 RATE = 16000
@@ -26,7 +26,7 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def conversation(speech_wav) -> np.ndarray:
     """The speech clip twice, 1.5 s of quiet between and after: two turns."""
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     quiet = np.zeros(int(1.5 * RATE), dtype=np.float32)
     return np.concatenate([quiet[:RATE // 2], speech, quiet, speech, quiet])
 
@@ -138,7 +138,7 @@ def test_a_long_turns_stretches_cut_off_the_buffer_are_each_decoded_whole_for_th
     from speaker_transcripts.pipeline.transcript import joined_text
 
     finals = marked_decodes(monkeypatch)
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     session = LiveSession(live_handler, LiveConfig(language="en", turn_detection=None))
     events = stream(session, np.tile(speech, int(np.ceil(40 * RATE / len(speech))))) + session.commit()
     completed = [event for event in events if isinstance(event, TranscriptCompleted)]
@@ -226,7 +226,7 @@ def test_a_long_turn_is_decoded_in_a_bounded_buffer_and_its_audio_is_not_kept(li
     hears more than Whisper's window, and the session keeps a bounded stretch of audio, not the turn. (In
     2-s appends: the tiny random model decodes every buffer to its token budget, and this test was the
     suite's slowest, 8 min beside four busy processes, with a 60-s turn in 1-s appends.)"""
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     monologue = np.concatenate([speech] * 13)
     heard: list[float] = []
     decode = LiveSession._decode

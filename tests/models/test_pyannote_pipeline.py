@@ -45,7 +45,8 @@ def test_the_assembled_folder_loads_offline_and_diarizes(tiny_pyannote, tmp_path
     import tiny_models
     from pyannote.audio import Pipeline
 
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
+    from speaker_transcripts.pipeline.diarization import diarize, turns_from_output
 
     folder = tmp_path / "pipeline"
     write_pipeline_folder(tiny_pyannote / "segmentation" / "pytorch_model.bin",
@@ -57,8 +58,10 @@ def test_the_assembled_folder_loads_offline_and_diarizes(tiny_pyannote, tmp_path
     pipeline = Pipeline.from_pretrained(folder)
     assert isinstance(pipeline.clustering, ShortTurnsAgglomerativeClustering)
     samples = decode_file(speech_wav).samples
-    output = pipeline({"waveform": torch.from_numpy(samples)[None], "sample_rate": 16000}, num_speakers=1)
+    output = pipeline({"waveform": torch.from_numpy(as_float32(samples))[None], "sample_rate": 16000}, num_speakers=1)
     assert len(output.speaker_diarization.labels()) <= 1
+    held = diarize(pipeline, samples, 16000, {"num_speakers": 1})  # the request's 16-bit, float32 batch by batch
+    assert held.timeline == turns_from_output(output, exclusive=False)
 
 
 def test_the_community1_folder_loads_offline_and_diarizes_with_vbx_and_its_plda(tiny_pyannote, tmp_path, speech_wav):
@@ -69,7 +72,8 @@ def test_the_community1_folder_loads_offline_and_diarizes_with_vbx_and_its_plda(
     from pyannote.audio.pipelines.clustering import VBxClustering
 
     from speaker_transcripts.models.wespeaker_onnx import OnnxWeSpeakerResNet34
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
+    from speaker_transcripts.pipeline.diarization import diarize, turns_from_output
 
     rng = np.random.default_rng(0)
     parts = Community1Parts(
@@ -90,9 +94,11 @@ def test_the_community1_folder_loads_offline_and_diarizes_with_vbx_and_its_plda(
     assert isinstance(pipeline._embedding.model_, OnnxWeSpeakerResNet34)
     np.testing.assert_allclose(pipeline._plda._plda_psi.shape, (128,))
     samples = decode_file(speech_wav).samples
-    output = pipeline({"waveform": torch.from_numpy(samples)[None], "sample_rate": 16000})
+    output = pipeline({"waveform": torch.from_numpy(as_float32(samples))[None], "sample_rate": 16000})
     assert output.speaker_embeddings.shape[1] == 256
     assert len(output.speaker_diarization.labels()) >= 1
+    held = diarize(pipeline, samples, 16000, {})  # the request's 16-bit samples through the ONNX model, float32 batch by batch
+    assert held.timeline == turns_from_output(output, exclusive=False)
 
 
 def test_linkage_runs_over_a_bounded_share_and_the_rest_join_the_nearest_cluster(monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 from audio_files import float_wav, pcm_wav, stills_beside_audio
 
 from speaker_transcripts.errors import AudioTooLongError, InvalidRequestError
-from speaker_transcripts.pipeline.audio import SAMPLING_RATE, decode_file, decode_inputs, from_array
+from speaker_transcripts.pipeline.audio import SAMPLING_RATE, STORED, as_float32, decode_file, decode_inputs, from_array
 
 SPEECH_SECONDS = 2.786  # tests/data/goforward.wav
 
@@ -47,7 +47,7 @@ def encode(samples: np.ndarray, rate: int, container: str, codec: str) -> bytes:
 )
 def test_containers_decode_to_16k_mono(container, codec, rate):
     decoded = decode_file(encode(tone(2.0, rate, channels=2), rate, container, codec))
-    assert decoded.samples.dtype == np.float32 and decoded.samples.ndim == 1
+    assert decoded.samples.dtype == STORED and decoded.samples.ndim == 1
     assert decoded.duration == pytest.approx(2.0, abs=0.1)
     spectrum = np.abs(np.fft.rfft(decoded.samples[: SAMPLING_RATE]))
     assert np.argmax(spectrum) == pytest.approx(440, abs=3)  # same pitch: resampled, not just relabelled
@@ -60,7 +60,7 @@ def test_any_rate_and_channel_count_at_the_same_level(rate, channels):
     and clipped 8 (a 0.24 sine came out at 1.08)."""
     decoded = decode_file(pcm_wav(tone(1.5, rate, channels), rate))
     assert decoded.duration == pytest.approx(1.5, abs=0.01)
-    assert np.abs(decoded.samples).max() == pytest.approx(0.5, abs=0.02)
+    assert np.abs(as_float32(decoded.samples)).max() == pytest.approx(0.5, abs=0.02)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -236,8 +236,8 @@ def test_the_sample_buffer_keeps_every_sample_in_order_whatever_size_it_was_give
     for capacity in (1, 2_500, 10_000, 1_000_000):
         buffer = SampleBuffer(capacity)
         for start in range(0, 10_000, 1_000):
-            buffer.add(np.arange(start, start + 1_000, dtype=np.float32))
-        assert np.array_equal(buffer.samples(), np.arange(10_000, dtype=np.float32)), capacity
+            buffer.add(np.arange(start, start + 1_000, dtype=np.float32) / 32768)
+        assert np.array_equal(buffer.samples(), np.arange(10_000, dtype=STORED)), capacity
 
 
 def test_a_file_decodes_into_one_array_sized_from_its_header(monkeypatch):
@@ -263,3 +263,42 @@ def test_a_file_decodes_into_one_array_sized_from_its_header(monkeypatch):
         samples = decode_file(data).samples
         assert len(samples) == pytest.approx(30 * SAMPLING_RATE, abs=SAMPLING_RATE // 100)
         assert [buffer.grown for buffer in made] == [0], "decoded into one array, never copied to grow it"
+
+
+
+def test_a_16_bit_recording_is_held_exactly_in_half_the_memory():
+    """16-bit (issue 50: a 3-h file's float32 samples were 691 MB of a 2.8-GiB peak); what a stage
+    takes is, bit for bit, what the float32 decode gave before."""
+    loud = tone(1.0, 16000)[0]
+    for level in (1.0, 1e-3):
+        held = decode_file(pcm_wav((loud * level)[None], 16000)).samples
+        assert held.dtype == STORED and held.nbytes == 2 * SAMPLING_RATE
+        np.testing.assert_array_equal(as_float32(held), (loud * level * 32767).astype("<i2") / np.float32(32768))
+        assert as_float32(held).dtype == np.float32
+
+
+def test_16_bit_samples_handed_back_in_are_kept_without_a_copy():
+    """The CLI decodes the file, then hands the samples to the handler as an array: a float32 copy
+    of a 3-h file would be 691 MB."""
+    held = decode_file(pcm_wav(tone(2.0, 16000), 16000)).samples
+    again = decode_inputs({"array": held, "sampling_rate": SAMPLING_RATE}).samples
+    assert np.shares_memory(again, held)
+    assert decode_inputs({"array": held[::2], "sampling_rate": 8000}).samples.dtype == STORED  # resampled through float32
+
+
+def test_float_samples_past_full_scale_are_scaled_to_fit_and_a_files_are_clipped():
+    """An array is scaled by its peak (16-bit values sent as floats keep their shape); a decoded file,
+    frame by frame, is clipped at full scale as a 16-bit export of it would be."""
+    samples = tone(1.0, 16000)[0] * 3000  # peak 1,500
+    array = as_float32(from_array(samples, 16000).samples)
+    np.testing.assert_allclose(array, samples / 1500, atol=2**-15)
+    loud = tone(1.0, 16000)[0]
+    loud[100] = 4.0
+    held = as_float32(decode_file(float_wav(loud, 16000)).samples)
+    assert held[100] == pytest.approx(1.0, abs=2**-15) and np.abs(held - np.clip(loud, -1, 1)).max() <= 2**-15
+
+
+def test_16_bit_channels_are_averaged_at_their_level():
+    held = decode_file(pcm_wav(tone(1.0, 16000), 16000)).samples
+    both = decode_inputs(np.stack([held, held])).samples
+    np.testing.assert_array_equal(both, held)

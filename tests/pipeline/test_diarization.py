@@ -313,3 +313,58 @@ def test_enrolment_loads_the_embedded_pipelines_campplus_alone_and_embeds_as_the
         patch.setattr(diarization, "load_diarization_pipeline", lambda *a: pytest.fail("the pipeline was loaded"))
         load_speaker_embedder(ModelSettings(diarization_model=str(folder)), "cpu")
     assert loaded == [1]
+
+
+def test_a_seam_without_pyannotes_models_is_given_float32_samples():
+    """A request holds 16-bit samples (``samples.py``); a seam that cannot be given float32 batch by
+    batch gets float32 of the whole."""
+    import numpy as np
+
+    seen = []
+
+    def pipeline(audio, **hints):
+        seen.append(audio["waveform"].dtype)
+        return Annotation()
+
+    diarize(pipeline, np.zeros(16000, dtype=np.int16), 16000, {})
+    assert [str(dtype) for dtype in seen] == ["torch.float32"]
+
+
+def test_pyannotes_models_take_16_bit_samples_as_float32_batch_by_batch():
+    """The waveform pyannote slides over stays the request's 16-bit array (a float32 copy of a
+    3-hour file is 691 MB); its segmentation and embedding models see float32 batches at full
+    scale 1.0, and only while the request is diarized."""
+    import numpy as np
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[tuple[torch.dtype, float]] = []
+
+        def forward(self, waveforms: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+            self.seen.append((waveforms.dtype, float(waveforms.abs().max())))
+            return waveforms.sum()
+
+    segmentation, embedding = Model(), Model()
+    samples = (np.linspace(-0.5, 0.5, 16000) * 32768).astype(np.int16)
+    held = []
+
+    def run(audio, **hints):
+        held.append(audio["waveform"])
+        segmentation(audio["waveform"][:, :8000][None])
+        embedding(audio["waveform"][None], weights=torch.ones(1, 10))
+        return Annotation()
+
+    class Seam:  # where pyannote's SpeakerDiarization keeps its two models
+        _segmentation = SimpleNamespace(model=segmentation)
+        _embedding = SimpleNamespace(model_=embedding)
+
+        def __call__(self, audio, **hints):
+            return run(audio)
+
+    diarize(Seam(), samples, 16000, {})
+    assert held[-1].dtype == torch.int16 and np.shares_memory(held[-1].numpy(), samples)
+    assert segmentation.seen[-1] == embedding.seen[-1] == (torch.float32, 0.5)
+    segmentation(torch.zeros(1, 1, 10, dtype=torch.int16))
+    assert segmentation.seen[-1][0] == torch.int16, "the models are left as they were found"

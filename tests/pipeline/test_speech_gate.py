@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.audio import as_float32, decode_file
 from speaker_transcripts.pipeline.speech_gate import SpeechGate
 
 
@@ -17,11 +17,11 @@ def gate():
 
 
 def test_real_speech_passes(gate, speech_wav):
-    assert gate.contains_speech(decode_file(speech_wav).samples)
+    assert gate.contains_speech(as_float32(decode_file(speech_wav).samples))
 
 
 def test_speech_after_a_long_silence_is_found(gate, speech_wav):
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     assert gate.contains_speech(np.concatenate([np.zeros(16000 * 45, dtype=np.float32), speech]))
 
 
@@ -65,7 +65,7 @@ def test_batched_windows_give_silero_s_own_spans(gate):
     from speaker_transcripts.pipeline import speech_gate
 
     sample = Path(__file__).resolve().parents[2] / "samples" / "two-readers.wav"
-    speech = decode_file(sample.read_bytes()).samples
+    speech = as_float32(decode_file(sample.read_bytes()).samples)
     pause = np.zeros(16000 * 3, dtype=np.float32)
     samples = np.concatenate([speech, pause] * 14)[: speech_gate.WINDOWS_PER_CALL * speech_gate.WINDOW + 777]
     assert len(samples) > speech_gate.WINDOWS_PER_CALL * speech_gate.WINDOW

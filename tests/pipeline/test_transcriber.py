@@ -69,9 +69,9 @@ def test_base64_request_without_diarization(plain_handler, speech_wav):
 
 
 def test_raw_bytes_and_array_inputs_agree(plain_handler, speech_wav):
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    samples = decode_file(speech_wav).samples
+    samples = as_float32(decode_file(speech_wav).samples)
     from_bytes = plain_handler({"inputs": speech_wav, "parameters": {"language": "en"}})
     from_array = plain_handler({"inputs": {"array": samples.tolist(), "sampling_rate": 16000}, "parameters": {"language": "en"}})
     assert from_bytes == from_array
@@ -91,9 +91,9 @@ def test_word_level_request_with_diarization(handler, speech_wav):
 
 def test_diarization_runs_on_the_shared_16k_audio_whatever_the_file_rate(handler, speech_wav):
     """A 44.1 kHz stereo upload (and a misleading sampling_rate) must give pyannote 16 kHz samples."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    samples = decode_file(speech_wav).samples
+    samples = as_float32(decode_file(speech_wav).samples)
     t_src = np.arange(int(len(samples) * 44100 / 16000)) / 44100
     upsampled = np.interp(t_src, np.arange(len(samples)) / 16000, samples)
     stereo = np.stack([upsampled, upsampled], axis=1)
@@ -245,9 +245,9 @@ def test_prompt_is_used_and_an_overlong_one_is_refused(plain_handler, speech_wav
 
 
 def test_progress_reports_seconds_decoded(plain_handler, speech_wav):
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    long_audio = np.tile(decode_file(speech_wav).samples, 30)  # 84 s: several 30-s windows
+    long_audio = np.tile(as_float32(decode_file(speech_wav).samples), 30)  # 84 s: several 30-s windows
     seen: list[float] = []
     plain_handler({"inputs": {"array": long_audio, "sampling_rate": 16000}, "parameters": {"language": "en", "batch_size": 1}},
                   on_progress=seen.append)
@@ -258,9 +258,9 @@ def test_progress_reports_seconds_decoded(plain_handler, speech_wav):
 def test_progress_moves_during_one_batch(plain_handler, speech_wav):
     """At the default batch size a minute is one batch; the bar must still move while it decodes
     (with the default speech-aligned decoding; ``chunked`` moves once per batch of windows)."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     pause = np.zeros(8000, dtype=np.float32)
     minute = np.tile(np.concatenate([speech, pause]), 18)  # 59 s
     seen: list[float] = []
@@ -275,9 +275,9 @@ def test_word_timed_decodes_run_word_timed_batch_rows_unless_the_client_chose_a_
     alignment heads' attention: a diarized 10-min file peaked 1.1 GB above the loaded models at 12
     rows, 0.47 GB at 4, in the same time (docs/performance.md). A batch the client chose is kept."""
     from speaker_transcripts.config import WORD_TIMED_BATCH
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     minutes = np.tile(np.concatenate([speech, np.zeros(8000, dtype=np.float32)]), 54)  # 178 s: 6 pieces
     rows: list[int] = []
     encoder = plain_handler.recognizer.model.get_encoder()
@@ -294,9 +294,9 @@ def test_word_timed_decodes_run_word_timed_batch_rows_unless_the_client_chose_a_
 
 def test_should_stop_ends_decoding_within_a_step_and_the_handler_keeps_serving(plain_handler, speech_wav):
     from speaker_transcripts.errors import RequestAbandoned
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    minute = np.tile(decode_file(speech_wav).samples, 22)
+    minute = np.tile(as_float32(decode_file(speech_wav).samples), 22)
     body = {"inputs": {"array": minute, "sampling_rate": 16000}, "parameters": {"language": "en", "batch_size": 1}}
     asked: list[bool] = []
 
@@ -314,9 +314,9 @@ def test_should_stop_ends_decoding_within_a_step_and_the_handler_keeps_serving(p
 
 def test_speech_aligned_pieces_put_text_on_the_file_clock(plain_handler, speech_wav):
     """Speech after 20 s of silence: nothing is decoded in the silence, and times are the file's."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     audio = np.concatenate([np.zeros(20 * 16000, dtype=np.float32), speech, np.zeros(16000, dtype=np.float32)])
     result = plain_handler({"inputs": {"array": audio, "sampling_rate": 16000}, "parameters": {"language": "en"}})
     assert_well_formed(result, len(audio) / 16000)
@@ -460,10 +460,10 @@ def test_an_abandoned_request_stops_pyannote_at_its_next_step(handler, speech_wa
     """With diarization on, a 504 used to leave the slot busy until pyannote finished (19 s for
     a 5-s deadline); its progress hook now ends the run at the next segmentation or embedding batch."""
     from speaker_transcripts.errors import RequestAbandoned
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.diarization import diarize
 
-    samples = decode_file(speech_wav).samples
+    samples = as_float32(decode_file(speech_wav).samples)
     asked = []
     with pytest.raises(RequestAbandoned):
         diarize(handler.diarization_pipeline, samples, 16000, {}, should_stop=lambda: asked.append(1) or True)
@@ -475,12 +475,12 @@ def test_diarization_hands_freed_heap_back_while_it_runs(handler, speech_wav, mo
     """On a 3-hour file pyannote runs for minutes beside Whisper; its progress hook trims the heap
     both freed (pipeline/heap.py), with or without a way to stop, at most once per interval."""
     from speaker_transcripts.pipeline import diarization, heap
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
     trims = []
     monkeypatch.setattr(heap, "return_freed_memory", lambda: trims.append(1))
     monkeypatch.setattr(diarization, "PeriodicTrim", lambda: heap.PeriodicTrim(every_s=0.0))
-    diarization.diarize(handler.diarization_pipeline, decode_file(speech_wav).samples, 16000, {})
+    diarization.diarize(handler.diarization_pipeline, as_float32(decode_file(speech_wav).samples), 16000, {})
     assert len(trims) >= 2, "a trim at each of pyannote's steps when the interval is 0"
 
 
@@ -515,9 +515,9 @@ def test_diarization_stops_when_asr_fails_and_asr_error_is_the_one_raised(handle
 def test_streaming_hands_over_the_first_piece_while_the_rest_is_still_decoding(plain_handler, speech_wav):
     """42 s of speech make two pieces, which used to be one batch: the first segment came only when
     both were decoded. Now the first piece is decoded alone and handed over before the rest start."""
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     gap = np.zeros(16000, dtype=np.float32)
     audio = np.concatenate([np.concatenate([speech, gap]) for _ in range(11)])
     events: list[str] = []

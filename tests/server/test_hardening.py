@@ -126,9 +126,9 @@ def nested(depth: int) -> list:
 
 @pytest.fixture(scope="module")
 def speech(speech_wav) -> np.ndarray:
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    return decode_file(speech_wav).samples
+    return as_float32(decode_file(speech_wav).samples)
 
 
 @pytest.fixture(scope="module")
@@ -473,9 +473,9 @@ def test_a_known_speakers_clip_of_thirty_seconds_fits_in_an_openai_form_field(li
     import numpy as np
     from audio_files import pcm_wav
 
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     clip = pcm_wav(np.tile(speech, 11)[: int(29.9 * 16000)])
     reference = "data:audio/wav;base64," + base64.b64encode(clip).decode()
     assert len(reference) > 1024 * 1024

@@ -52,9 +52,9 @@ def microphone_wav(tmp_path_factory) -> Path:
     import av
     import numpy as np
 
-    from speaker_transcripts.pipeline.audio import decode_file
+    from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
-    samples = np.concatenate([decode_file(SAMPLE.read_bytes()).samples, np.zeros(16000 * 4, dtype=np.float32)])
+    samples = np.concatenate([as_float32(decode_file(SAMPLE.read_bytes()).samples), np.zeros(16000 * 4, dtype=np.float32)])
     path = tmp_path_factory.mktemp("microphone") / "speech.wav"
     with av.open(str(path), "w", format="wav") as container:
         stream = container.add_stream("pcm_s16le", rate=16000, layout="mono")

@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed
 
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.live.session import LOOKAHEAD_S
-from speaker_transcripts.pipeline.audio import decode_file
+from speaker_transcripts.pipeline.audio import as_float32, decode_file
 from speaker_transcripts.server.app import create_app
 from speaker_transcripts.server.connection_guard import guarded_config
 
@@ -36,7 +36,7 @@ def pcm(speech_wav) -> bytes:
     long enough for its final text with a lookahead too (``LOOKAHEAD_S`` of what follows a stopped turn)."""
     import av
 
-    speech = decode_file(speech_wav).samples
+    speech = as_float32(decode_file(speech_wav).samples)
     quiet = np.zeros(16000 * 3 // 2, dtype=np.float32)
     samples = np.concatenate([quiet[:8000], speech, quiet, speech, quiet, np.zeros(int(16000 * LOOKAHEAD_S), dtype=np.float32)])
     frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="flt", layout="mono")
