@@ -120,28 +120,15 @@ def ours_with_speakers_worker(asr_model: str, audio: Path) -> None:
     from speaker_transcripts.models import registry
     from speaker_transcripts.pipeline.audio import SAMPLING_RATE
     from speaker_transcripts.pipeline.transcriber import Transcriber
+    from tests.audio_files import pcm_wav  # 16-bit WAV, as a client sends a known speaker's clip
 
     handler = Transcriber(settings=registry.prepare(ModelSettings(asr_model=asr_model, diarization_model="pyannote-campplus")))
     stages.done("both models loaded (a fresh process)")
     handler({"inputs": {"array": samples, "sampling_rate": SAMPLING_RATE}, "parameters": {"language": "en"}})
     stages.done("10-min file, with diarization")
-    clip = {"name": "Reader", "audio": base64.b64encode(wav_bytes(samples[: 15 * SAMPLING_RATE])).decode()}
+    clip = {"name": "Reader", "audio": base64.b64encode(pcm_wav(samples[: 15 * SAMPLING_RATE])).decode()}
     handler({"inputs": {"array": samples, "sampling_rate": SAMPLING_RATE}, "parameters": {"language": "en", "known_speakers": [clip]}})
     stages.done("the same, naming one known speaker (a 15-s clip)")
-
-
-def wav_bytes(samples: np.ndarray) -> bytes:
-    """16-kHz mono 16-bit WAV, as a client sends a known speaker's clip."""
-    import io
-    import wave
-
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as writer:
-        writer.setnchannels(1)
-        writer.setsampwidth(2)
-        writer.setframerate(16000)
-        writer.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return buffer.getvalue()
 
 
 def faster_whisper_worker(ct2_folder: Path, audio: Path) -> None:

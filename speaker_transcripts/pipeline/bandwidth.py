@@ -74,7 +74,7 @@ def is_narrowband(samples: np.ndarray, sampling_rate: int = SAMPLING_RATE) -> bo
 
 def telephone_band(samples: np.ndarray, sampling_rate: int = SAMPLING_RATE) -> np.ndarray:
     """``samples`` through a telephone channel's band-pass (``TELEPHONE_BAND_HZ``), zero-phase,
-    float32 like the pipeline's audio."""
+    as float32, as an embedding model takes it (16-bit input is scaled first)."""
     from scipy import signal
 
     sections = signal.butter(6, TELEPHONE_BAND_HZ, btype="bandpass", fs=sampling_rate, output="sos")

@@ -39,6 +39,7 @@ def as_float32(samples: np.ndarray) -> np.ndarray:
 
 
 def as_float32_tensor(waveforms: Any) -> Any:
-    """A torch tensor of samples as float32 at full scale 1.0 (16-bit ones scaled); the same rule as
-    ``as_float32``, for the stages that slide over the samples as a tensor (speech gate, pyannote)."""
+    """A torch tensor of samples as float32 at full scale 1.0: a floating one cast, an integer one
+    (a request's 16-bit samples) scaled; the same rule as ``as_float32``, for the stages that slide
+    over the samples as a tensor (speech gate, pyannote)."""
     return waveforms.float() if waveforms.is_floating_point() else waveforms.float().mul_(STEP)
