@@ -52,7 +52,7 @@ from speaker_transcripts.pipeline.diarization import (
     with_overlaps,
     word_speakers,
 )
-from speaker_transcripts.pipeline.heap import return_freed_memory
+from speaker_transcripts.pipeline.heap import release_gpu_library_pages, return_freed_memory
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
 from speaker_transcripts.pipeline.phrase_speakers import Checked, checked
 from speaker_transcripts.pipeline.speaker_count import count_doubts
@@ -120,6 +120,7 @@ class Transcriber:
         if self.settings.warmup:
             self.recognizer.warm_up()
         return_freed_memory()  # what loading (float16 weights made float32, int8 copies) and the warm-up freed
+        release_gpu_library_pages()  # torch's CUDA libraries, read in by importing it, where no GPU can run them
 
     @property
     def capabilities(self) -> ModelCapabilities:
