@@ -36,6 +36,10 @@ within 1e-4). The encoder's and the decoder layers' maps gained nothing that way
 timings of each shape, docs/performance.md), so only the projection is packed; it costs a
 packed copy of that weight (106 MB for base: 51,865 x 512 floats).
 
+Once the projection is an untied copy, the token embedding is only looked up, a row per token: it
+is held in float16 where its weights are float16 values (the embedded models are stored so), and
+its rows come out float32, the very numbers the float32 table gave: 53 MB less for base.
+
 Inputs and outputs of the bfloat16 parts stay float32 (hooks and a wrapper cast them), so
 everything around the model (feature extraction, generation, word alignment from
 cross-attention) is unchanged. ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour
@@ -98,6 +102,8 @@ def speed_up_for_cpu(model: nn.Module, bfloat16: bool | None = None) -> list[str
     elif torch.backends.mkldnn.is_available():
         model.set_output_embeddings(PackedProjection(model.get_output_embeddings()))
         done.append(PACKED_PROJECTION)
+    if isinstance(model.get_output_embeddings(), PackedProjection):
+        _embedding_in_float16(model)
     if _quantize_decoder(model):
         done.insert(0, INT8_DECODER)
     return done
@@ -122,6 +128,32 @@ class PackedProjection(nn.Module):
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         logits = torch.ops.mkldnn._linear_pointwise(hidden_states.to(self.dtype), self.packed_weight, self.bias, "none", [], "")
         return logits.float()
+
+
+class Float16Embedding(nn.Module):
+    """A token embedding looked up in a float16 table and handed on as float32: the same rows as
+    the float32 table where every weight is a float16 value, in half the memory."""
+
+    def __init__(self, embedding: nn.Embedding) -> None:
+        super().__init__()
+        self.padding_idx = embedding.padding_idx
+        self.weight = nn.Parameter(embedding.weight.detach().half(), requires_grad=False)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return nn.functional.embedding(input_ids, self.weight, self.padding_idx).float()
+
+
+def _embedding_in_float16(model: nn.Module) -> bool:
+    """Hold ``model``'s token embedding in float16 where that loses nothing (every weight a
+    float16 value, as the embedded models are stored); False, and the table left as it is, otherwise."""
+    embedding = model.get_input_embeddings()
+    if not isinstance(embedding, nn.Embedding) or embedding.weight.dtype != torch.float32:
+        return False
+    weight = embedding.weight.detach()
+    if not torch.equal(weight.half().float(), weight):
+        return False
+    model.set_input_embeddings(Float16Embedding(embedding))
+    return True
 
 
 class Int8Linear(DynamicQuantizedLinear):

@@ -18,6 +18,7 @@ from speaker_transcripts.models.cpu_fast_path import (
     ENCODER_ROWS,
     INT8_DECODER,
     PACKED_PROJECTION,
+    Float16Embedding,
     Int8Linear,
     PackedProjection,
     bfloat16_supported,
@@ -57,7 +58,7 @@ def test_with_bfloat16_the_encoder_and_projection_are_bfloat16_and_the_decoder_l
     assert not any(isinstance(module, torch.nn.Linear) for module in layers), "every decoder layer's linear map is int8"
     assert any(isinstance(module, DynamicQuantizedLinear) for module in layers)
     assert {parameter.dtype for parameter in whisper.get_encoder().parameters()} == {torch.bfloat16}
-    assert torch.equal(whisper.get_input_embeddings().weight, embedding), "the token embedding stays float32, untied"
+    assert torch.equal(whisper.get_input_embeddings().weight, embedding), "random float32 weights: the table stays float32, untied"
     with torch.inference_mode():
         hidden = whisper.get_encoder()(features(whisper)).last_hidden_state
         logits = whisper.proj_out(hidden[:, :3])
@@ -128,9 +129,45 @@ def test_without_bfloat16_the_encoder_and_the_projection_stay_float32(whisper):
         logits = whisper.proj_out(hidden)
     assert logits.dtype == torch.float32 and logits.shape == expected.shape
     assert torch.allclose(logits, expected, rtol=1e-4, atol=1e-4), "float32 arithmetic, only the kernel differs"
-    assert whisper.get_input_embeddings().weight is embedding, "the token embedding is left as it was"
+    assert whisper.get_input_embeddings().weight is embedding, "random float32 weights: the table is left as it was"
     layers = [module for name, module in whisper.model.decoder.named_modules() if name]
     assert not any(isinstance(module, torch.nn.Linear) for module in layers), "every decoder layer's linear map is int8"
+
+
+@needs_onednn
+@pytest.mark.parametrize("bfloat16", [False, pytest.param(True, marks=needs_bfloat16)])
+def test_a_table_of_float16_values_is_held_in_float16_and_looks_up_the_same_float32_rows(whisper, bfloat16):
+    """The embedded models are stored in float16: once the projection is an untied copy, their token
+    embedding is only looked up, and half the table gives the very rows the float32 one did."""
+    table = whisper.get_input_embeddings().weight
+    with torch.no_grad():
+        table.copy_(table.half().float())
+    tokens = torch.tensor([[0, 5, whisper.config.vocab_size - 1], [7, 7, 1]])
+    with torch.inference_mode():
+        expected = whisper.get_input_embeddings()(tokens)
+        hidden = torch.randn(2, 3, whisper.config.d_model, generator=torch.Generator().manual_seed(4))
+        expected_logits = whisper.proj_out(hidden)
+    speed_up_for_cpu(whisper, bfloat16=bfloat16)
+    embedding = whisper.get_input_embeddings()
+    assert isinstance(embedding, Float16Embedding) and embedding.weight.dtype == torch.float16
+    assert whisper.model.decoder.embed_tokens is embedding, "the decoder looks its tokens up in the float16 table"
+    with torch.inference_mode():
+        rows = embedding(tokens)
+        logits = whisper.proj_out(hidden)
+    assert rows.dtype == torch.float32 and torch.equal(rows, expected)
+    tolerance = 1e-2 if bfloat16 else 1e-4
+    assert torch.allclose(logits, expected_logits, rtol=tolerance, atol=tolerance), "the projection kept its own copy"
+
+
+def test_a_table_is_left_whole_where_the_projection_still_shares_it(whisper, monkeypatch):
+    """Without oneDNN the projection stays the float32 linear tied to the table: a float16 copy would
+    only add to it."""
+    table = whisper.get_input_embeddings().weight
+    with torch.no_grad():
+        table.copy_(table.half().float())
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    assert speed_up_for_cpu(whisper, bfloat16=False) == [INT8_DECODER]
+    assert whisper.get_input_embeddings().weight is table and whisper.proj_out.weight is table
 
 
 @needs_onednn
