@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from speaker_transcripts.errors import RequestAbandoned
-from speaker_transcripts.pipeline.heap import PeriodicTrim
 from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, segment_ranges, span_of
 
 if TYPE_CHECKING:
@@ -178,7 +177,7 @@ def diarize(
     from speaker_transcripts.pipeline.samples import as_float32
 
     options: dict[str, Any] = dict(hints)
-    if isinstance(pipeline, Pipeline):
+    if isinstance(pipeline, Pipeline) and should_stop is not None:
         options["hook"] = _progress_hook(should_stop)
     # pyannote on CPU runs on one thread (cpu_threads.py): 2.4x faster on a 10-min file, and Whisper keeps the other core.
     threads = one_thread_on_cpu(getattr(pipeline, "device", torch.device("cpu"))) if isinstance(pipeline, Pipeline) else nullcontext()
@@ -308,17 +307,12 @@ def _embedding_function(model: Callable[..., Any], device: Any) -> Callable[[np.
     return embed
 
 
-def _progress_hook(should_stop: Callable[[], bool] | None) -> Callable[..., None]:
-    """A pyannote progress hook (called at every step and batch) that ends the run when asked
-    and hands the heap its batches freed back to the system every ``heap.TRIM_EVERY_S``: on a
-    3-hour file the minutes diarization runs on after Whisper held 158 MB less (issue 50;
-    ``bench/long_recording.py``; the side-by-side peak is memory in use and stays)."""
-    trim = PeriodicTrim()
+def _progress_hook(should_stop: Callable[[], bool]) -> Callable[..., None]:
+    """A pyannote progress hook (called at every step and batch) that ends the run when asked."""
 
     def hook(*_: Any, **__: Any) -> None:
-        if should_stop is not None and should_stop():
+        if should_stop():
             raise RequestAbandoned("the request was abandoned during diarization")
-        trim()
 
     return hook
 

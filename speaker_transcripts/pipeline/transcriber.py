@@ -52,7 +52,7 @@ from speaker_transcripts.pipeline.diarization import (
     with_overlaps,
     word_speakers,
 )
-from speaker_transcripts.pipeline.heap import release_gpu_library_pages, return_freed_memory
+from speaker_transcripts.pipeline.heap import release_gpu_library_pages, return_freed_memory, trimmed_every
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
 from speaker_transcripts.pipeline.phrase_speakers import Checked, checked
 from speaker_transcripts.pipeline.speaker_count import count_doubts
@@ -158,7 +158,8 @@ class Transcriber:
                 raise RequestAbandoned("the request was abandoned while it waited for the models")
             try:
                 stage = on_stage or (lambda _: None)
-                return self._transcribe(audio, config, warnings, clips, on_progress, on_segment, should_stop, stage)
+                with trimmed_every():  # the heap its stages free, while they run (heap.trimmed_every)
+                    return self._transcribe(audio, config, warnings, clips, on_progress, on_segment, should_stop, stage)
             finally:
                 return_freed_memory()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -16,17 +17,28 @@ def test_the_trim_really_runs_on_glibc():
     heap.return_freed_memory()
 
 
-def test_a_periodic_trim_runs_at_most_once_per_interval(monkeypatch):
-    """A stage's progress callback comes at every batch; trimming each time would cost 15 ms a batch."""
-    clock = [100.0]
+def test_the_heap_is_trimmed_while_the_block_runs_and_never_after(monkeypatch):
     trims = []
-    monkeypatch.setattr(heap.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(heap, "return_freed_memory", lambda: trims.append(clock[0]))
-    trim = heap.PeriodicTrim(every_s=10.0)
-    for now in (100.0, 105.0, 109.9, 110.0, 112.0, 119.9, 120.5, 200.0):
-        clock[0] = now
-        trim()
-    assert trims == [110.0, 120.5, 200.0]
+    trimmed_twice = threading.Event()
+
+    def trim() -> None:
+        trims.append(1)
+        if len(trims) >= 2:
+            trimmed_twice.set()
+
+    monkeypatch.setattr(heap, "return_freed_memory", trim)
+    with heap.trimmed_every(every_s=0.001):
+        assert trimmed_twice.wait(timeout=60), "the trimmer thread trims again and again while the block runs"
+    after = len(trims)
+    assert not [thread for thread in threading.enumerate() if thread.name == "heap-trim"], "the trimmer has ended"
+    assert len(trims) == after
+
+
+def test_the_trimmer_ends_when_the_block_fails(monkeypatch):
+    monkeypatch.setattr(heap, "return_freed_memory", lambda: None)
+    with pytest.raises(ValueError), heap.trimmed_every(every_s=0.001):
+        raise ValueError("a request's stage failed")
+    assert not [thread for thread in threading.enumerate() if thread.name == "heap-trim"]
 
 
 MAPS = """\
