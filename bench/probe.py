@@ -2,7 +2,7 @@
 bad or heavy input against the product run as a user runs it (``speaker-transcripts serve`` in a
 subprocess with its memory watched, the CLI's commands), a module per surface in ``bench/probes/``.
 
-    python bench/probe.py [--surfaces http connections speakers memory model_cache batch live voice_library]
+    python bench/probe.py [--surfaces http connections tls cross_site speakers memory model_cache batch live voice_library]
                           [--asr-model whisper-tiny.en] [--variants 8] [--seed 0] [--batch-files 1000]
 
 Surfaces (each draws fresh random sizes, positions and values every run; never the test suite's inputs):
@@ -18,6 +18,11 @@ Surfaces (each draws fresh random sizes, positions and values every run; never t
 - ``connections`` (``probes/connections.py``): slowloris heads and stalled bodies, 20 clients hanging up
   mid-request, connections that drip bodies no route reads at the connection cap (``/health`` timed),
   request heads of random sizes up to 64 MB, ``Expect: 100-continue`` over the upload limit.
+- ``tls`` (``probes/tls.py``; ``serve --ssl-certfile``, ``HEADER_TIMEOUT_S=5``): five floods of
+  ``--tls-connections`` connections that send nothing or part of a ClientHello (descriptors held at most,
+  RSS after each flood, ``/health`` meanwhile), plain HTTP on the TLS port.
+- ``cross_site`` (``probes/tls.py``; no ``API_KEY``): enrolments from random other origins, ``null`` and
+  ``Sec-Fetch-Site``, reads under rebound DNS names, a live session from another origin.
 - ``speakers``: a server diarizing with the embedded pipeline: known speakers with 36-64-character names in
   subtitles (no word split), the mass hang-up again.
 - ``memory`` (``probes/memory.py``): a server on the documented defaults: 95-MB samples array, many-channel
@@ -46,6 +51,7 @@ import argparse
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -56,12 +62,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from probes import batch, connections, http_requests, live, memory, model_cache, voice_library
+from probes import batch, connections, http_requests, live, memory, model_cache, tls, voice_library
 from probes.server import KEY, MAX_CONNECTIONS, Server
 
 from tests.audio_files import pcm_wav
 
-SURFACES = ("http", "connections", "speakers", "memory", "model_cache", "batch", "live", "voice_library")
+SURFACES = ("http", "connections", "tls", "cross_site", "speakers", "memory", "model_cache", "batch", "live", "voice_library")
 
 
 class Report:
@@ -200,6 +206,26 @@ def probe_live(arguments: argparse.Namespace, rng: random.Random, speech: np.nda
         server.close()
 
 
+def probe_tls_and_cross_site(arguments: argparse.Namespace, rng: random.Random, surfaces: set[str], report: Report) -> None:
+    """The ``tls`` and ``cross_site`` surfaces, on one keyless HTTPS server."""
+    header_timeout_s = 5.0
+    with tempfile.TemporaryDirectory() as folder:
+        server = Server(arguments.asr_model, arguments.port, tls=tls.certificate(Path(folder)), API_KEY="",
+                        HEADER_TIMEOUT_S=str(header_timeout_s))
+        try:
+            if "tls" in surfaces:
+                stage("TLS handshake floods")
+                rows, found = tls.handshake_floods(server, rng, 5, arguments.tls_connections, header_timeout_s)
+                report.table("TLS handshakes that never finish", ("flood", "connections", "descriptors held at most",
+                                                                  "RSS after, MB", "above idle, MB", "/health during"), rows, found)
+            if "cross_site" in surfaces:
+                stage("requests from other origins")
+                rows, found = tls.cross_site(server, rng)
+                report.table("another origin's page, no API_KEY", ("request", "status"), rows, found)
+        finally:
+            server.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surfaces", nargs="+", choices=SURFACES, default=list(SURFACES))
@@ -207,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--tls-connections", type=int, default=3000, help="connections in each TLS handshake flood")
     parser.add_argument("--batch-files", type=int, default=1000, help="clips in the killed-and-resumed batch job")
     arguments = parser.parse_args(argv)
     from speaker_transcripts.pipeline.audio import as_float32, decode_file
@@ -217,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     report = Report()
     if surfaces & {"http", "connections"}:
         probe_http_and_connections(arguments, rng, speech, surfaces, report)
+    if surfaces & {"tls", "cross_site"}:
+        probe_tls_and_cross_site(arguments, rng, surfaces, report)
     if "speakers" in surfaces:
         probe_speakers(arguments, rng, speech, report)
     if "memory" in surfaces:

@@ -73,6 +73,10 @@ class ModelSettings(BaseSettings):
     max_batch_items: int = Field(default=48, ge=1, le=4096)
     # A voice library (speaker-transcripts speakers add): its people are named in every diarized request.
     known_speakers_dir: Path | None = None
+    max_voices: int = Field(
+        default=1000, ge=1, le=100_000,
+        description="people a voice library may hold: every diarized request compares its speakers with each of them",
+    )
 
     @field_validator("assistant_model", "diarization_model", "hf_token", "known_speakers_dir", mode="before")
     @classmethod
@@ -150,10 +154,27 @@ class ServerSettings(BaseSettings):
     header_timeout_s: float = Field(default=10.0, gt=0)
     body_idle_timeout_s: float = Field(default=30.0, gt=0)
     body_timeout_s: float = Field(default=600.0, gt=0)
+    body_min_rate_kb_s: float = Field(
+        default=8.0, ge=0, description="the average rate a request body must keep once BODY_IDLE_TIMEOUT_S has passed "
+        "(kB/s, 0: none), so a body dripping a byte now and then cannot hold its connection for BODY_TIMEOUT_S"
+    )
     max_connections: int = Field(default=256, ge=1)
+    max_connections_per_client: int = Field(
+        default=64, ge=1, description="open connections one client address may hold (503 beyond), so one client cannot fill MAX_CONNECTIONS"
+    )
     # A client that stops reading its answer: its connection is dropped once writing to it has
     # stalled this long (the answer, and the connection, are not held for it).
     write_timeout_s: float = Field(default=30.0, gt=0)
+    allowed_hosts: str = Field(
+        default="",
+        description="comma-separated host names this server answers to besides IP addresses, names of one label "
+        "(localhost, a machine's name) and this machine's name; '*': any. Checked when API_KEY is unset or this is set (a refused Host is 400: DNS rebinding)",
+    )
+    allowed_origins: str = Field(
+        default="",
+        description="comma-separated origins (https://app.example) whose pages may send requests that change something "
+        "(POST, DELETE, a live session); any other origin is 403",
+    )
     # GET /metrics needs API_KEY like the inference routes, unless this says a scraper may read it without.
     metrics_public: bool = False
     # Live sessions (GET /v1/realtime, server/routers/realtime.py): how many at once, how long one may
@@ -211,12 +232,25 @@ MAX_VOICES_CHOSEN = 256  # the voice library's people one request may choose by 
 RESERVED_SPEAKER_NAMES = re.compile(r"SPEAKER_\d+|UNKNOWN", re.IGNORECASE)
 
 
+# Cyrillic and Greek letters drawn like Latin ones: "Аnna" with a Cyrillic А reads as "Anna".
+HOMOGLYPHS = str.maketrans(
+    "АВЕКМНОРСТХУЅІЈаеорсхуѕіјԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧονι",
+    "ABEKMHOPCTXYSIJaeopcxysijdqwABEZHIKMNOPTYXovi",
+)
+
+
 def _skeleton(name: str) -> str:
-    """A name without accents and combining marks, upper-cased, with the letter O as the digit 0: what
-    a reader takes "SPEAKER_O1" or "SPEAKER_00" with a mark above to be."""
+    """A name as a reader takes it: compatibility forms (fullwidth letters) as plain ones, without accents
+    and combining marks, Cyrillic and Greek look-alikes as Latin letters, upper-cased, with the letter O
+    as the digit 0 after an underscore ("SPEAKER_O1")."""
     bare = "".join(character for character in unicodedata.normalize("NFKD", name) if not unicodedata.combining(character))
-    head, _, tail = bare.upper().rpartition("_")
-    return f"{head}_{tail.replace('O', '0')}" if head else bare
+    head, _, tail = bare.translate(HOMOGLYPHS).upper().rpartition("_")
+    return f"{head}_{tail.replace('O', '0')}" if head else tail
+
+
+def looks_like(name: str, other: str) -> bool:
+    """Whether two names read the same to a person (``_skeleton``): one person's, never two people's."""
+    return _skeleton(name) == _skeleton(other)
 
 
 def speaker_name(value: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import unicodedata
 from typing import Any
 
 
@@ -42,3 +43,12 @@ def show_package_log_unless_configured() -> None:
     server started by ``uvicorn ...:app`` printed no model-load line before)."""
     if not logging.getLogger("speaker_transcripts").handlers and not logging.getLogger().handlers:
         show_package_log()
+
+
+def one_line(text: str) -> str:
+    """``text`` safe to print as part of one console line: line breaks, separators and other control
+    characters escaped (``\\n``, ``\\u2028``), so a file name cannot end a line and forge the next."""
+    return "".join(
+        character.encode("unicode_escape").decode() if unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp") else character
+        for character in text
+    )

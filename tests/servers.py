@@ -8,10 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import uvicorn
-
 from speaker_transcripts.config import ServerSettings
-from speaker_transcripts.server.connection_guard import guarded_config
+from speaker_transcripts.server.connection_guard import GuardedServer, guarded_config
 
 
 @contextmanager
@@ -21,7 +19,7 @@ def serving(
     """Run ``app`` under Uvicorn as ``speaker-transcripts serve`` does (connection guard from ``settings``)
     on a free port; yield its base URL (https:// with ``ssl_certfile``); stop it afterwards. ``options`` are more of Uvicorn's."""
     config = guarded_config(app, settings, host="127.0.0.1", port=0, log_level=log_level, lifespan="on", **options)
-    server = uvicorn.Server(config)
+    server = GuardedServer(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout_s

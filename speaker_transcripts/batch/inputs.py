@@ -50,39 +50,43 @@ def _expand(item: str, manifests: tuple[Path, ...]) -> list[InputFile]:
         return _from_filesystem(item)
     path = Path(item).expanduser()
     if any(character in item for character in "*?[") and not path.exists():
-        matches = _glob(path)
+        anchor, matches = _glob(path)
         if not matches:
             raise InputError(f"{item}: the pattern matches no file")
-        return [file for match in matches for file in _expand_local(match, pattern=True)]
+        return [file for match in matches for file in _expand_local(match, within=anchor)]
     if not path.exists():
         raise InputError(f"{item}: no such file or folder")
     if path.is_file() and path.suffix.lower() in MANIFEST_EXTENSIONS:
         return _from_manifest(path, manifests)
-    return _expand_local(path, pattern=False)
+    return _expand_local(path)
 
 
-def _glob(pattern: Path) -> list[Path]:
-    """What a pattern matches, in order, with ``**`` for any depth. pathlib's matching (3.11) does not
-    follow symbolic links to folders; ``glob.glob`` did, and a folder linking to its parent never
-    returned (memory grew about 12 MB a second)."""
+def _glob(pattern: Path) -> tuple[Path, list[Path]]:
+    """The folder a pattern searches (its parts before the first wildcard) and what it matches, in
+    order, with ``**`` for any depth. pathlib's matching (3.11) does not follow symbolic links to
+    folders; ``glob.glob`` did, and a folder linking to its parent never returned (memory grew about
+    12 MB a second)."""
     parts = pattern.parts
     fixed = next((index for index, part in enumerate(parts) if any(character in part for character in "*?[")), len(parts))
     anchor = Path(*parts[:fixed]) if fixed else Path(".")
     rest = str(Path(*parts[fixed:]))
-    return sorted(anchor.glob(rest)) if anchor.is_dir() else []
+    return anchor, sorted(anchor.glob(rest)) if anchor.is_dir() else []
 
 
-def _expand_local(path: Path, pattern: bool) -> list[InputFile]:
+def _expand_local(path: Path, within: Path | None = None) -> list[InputFile]:
+    """The audio ``path`` names: itself, or a folder's audio files. What a folder or a pattern finds
+    (``within``: the folder the pattern searched) is kept to regular audio files in that folder: a
+    link out of it, a device (``/dev/zero``) or a FIFO is skipped, as a name given on its own is not."""
     if path.is_dir():
-        root = path.resolve()
-        files = sorted(
-            candidate for candidate in path.rglob("*")
-            if _is_audio(candidate.name) and candidate.is_file() and root in candidate.resolve().parents  # links out of the folder are not followed
-        )
-        return [_local(candidate) for candidate in files]
-    if pattern and not _is_audio(path.name):
-        return []  # a pattern such as calls/* names the audio in it, not its notes
+        return [_local(candidate) for candidate in sorted(candidate for candidate in path.rglob("*") if _found(candidate, path))]
+    if within is not None:
+        return [_local(path)] if _found(path, within) else []  # a pattern such as calls/* names the audio in it, not its notes
     return [_local(path)]
+
+
+def _found(candidate: Path, folder: Path) -> bool:
+    """Whether a file a search came upon is one to transcribe: audio, a regular file, inside ``folder``."""
+    return _is_audio(candidate.name) and candidate.is_file() and folder.resolve() in candidate.resolve().parents
 
 
 def _from_manifest(manifest: Path, reading: tuple[Path, ...]) -> list[InputFile]:

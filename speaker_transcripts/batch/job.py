@@ -29,6 +29,7 @@ from speaker_transcripts.batch.inputs import InputFile, expand_inputs
 from speaker_transcripts.batch.linking import file_voices
 from speaker_transcripts.batch.results import JOURNAL, PARQUET, SPEAKERS, ResultsLog
 from speaker_transcripts.config import ModelSettings
+from speaker_transcripts.console import one_line
 from speaker_transcripts.errors import InvalidRequestError
 
 # What the actors need from the driver's environment (a cluster's workers do not inherit it).
@@ -216,7 +217,7 @@ def _transcribe(
             else:
                 summary.failed += 1
                 outcome = f"FAILED: {row['error']}"
-            say(f"[{summary.done + summary.failed}/{len(todo)}] {file.path}: {outcome} "
+            say(f"[{summary.done + summary.failed}/{len(todo)}] {one_line(file.path)}: {one_line(outcome)} "
                 f"({summary.failed} failed so far; {_amount(summary.audio_seconds)} of audio in {time.monotonic() - started:.0f} s)")
         return reached
     finally:

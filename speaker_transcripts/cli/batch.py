@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from speaker_transcripts.cli.options import add_request_options, checked_parameters, model_settings
+from speaker_transcripts.console import one_line
 from speaker_transcripts.errors import InvalidRequestError
 
 EXIT_FILE_FAILED = 1
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         files = expand_inputs(arguments.inputs)  # unusable inputs stop here, before Ray and the models start
         parameters = checked_parameters(arguments)  # and the --speaker clips
     except (InputError, InvalidRequestError) as error:
-        print(f"speaker-transcripts batch: {error}", file=sys.stderr)
+        print(f"speaker-transcripts batch: {one_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     options = BatchOptions(
         address=arguments.address, workers=arguments.workers, cpus_per_worker=arguments.cpus_per_worker,

@@ -10,9 +10,7 @@ import ssl
 import sys
 from pathlib import Path
 
-import uvicorn
-
-from speaker_transcripts.server.connection_guard import guarded_config
+from speaker_transcripts.server.connection_guard import GuardedServer, guarded_config
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.server.app import app  # after parsing: --help needs no FastAPI app
 
     options = {"ssl_certfile": str(arguments.ssl_certfile), "ssl_keyfile": str(arguments.ssl_keyfile)} if arguments.ssl_certfile else {}
-    uvicorn.Server(guarded_config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level, **options)).run()
+    GuardedServer(guarded_config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level, **options)).run()
     return 0
 
 

@@ -95,10 +95,11 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     from speaker_transcripts.pipeline.transcriber import enrolment_speech
 
     say = functools.partial(print, file=sys.stderr, flush=True)
+    configured = ModelSettings.self_hosted()
+    library.check_room(arguments.name, configured.max_voices)  # before any clip is read or model loaded
     say(f"speakers: checking {len(arguments.clips)} clip(s) for speech")
     gate = SpeechGate()
     speech = [enrolment_speech(arguments.name, clip.read_bytes(), gate) for clip in arguments.clips]  # all checked before any model loads
-    configured = ModelSettings.self_hosted()
     if arguments.diarization_model:
         configured = configured.model_copy(update={"diarization_model": arguments.diarization_model})
     if not configured.diarization_model:
@@ -110,6 +111,6 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
     say(f"speakers: embedding {arguments.name!r}'s voice")
     voice = library.add(arguments.name, [embed(clip) for clip in speech], configured.diarization_model,
-                        telephone=[embed(telephone_band(clip)) for clip in speech])
+                        telephone=[embed(telephone_band(clip)) for clip in speech], max_voices=configured.max_voices)
     print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)
     return 0

@@ -121,8 +121,9 @@ def probe_file(path: Path) -> None:
 
 
 def _too_long(seconds: float, max_seconds: float) -> AudioTooLongError:
+    digits = next(digits for digits in range(1, 7) if round(seconds, digits) > max_seconds or digits == 6)  # never "10800.0 > 10800"
     return AudioTooLongError(
-        f"the audio lasts {seconds:.1f} s, longer than this service's limit of {max_seconds:g} s (MAX_AUDIO_SECONDS); split it"
+        f"the audio lasts {seconds:.{digits}f} s, longer than this service's limit of {max_seconds:g} s (MAX_AUDIO_SECONDS); split it"
     )
 
 

@@ -66,7 +66,7 @@ from speaker_transcripts.pipeline.speaker_naming import (
     unmatched_warnings,
 )
 from speaker_transcripts.pipeline.transcript import Chunk, group_words
-from speaker_transcripts.pipeline.voice_library import Voice, VoiceLibrary
+from speaker_transcripts.pipeline.voice_library import FollowedLibrary, Voice, VoiceLibrary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,10 +105,10 @@ class Transcriber:
             logger.info("%s: diarization on %s, loaded in %.1f s", self.configured.diarization_model,
                         self.recognizer.device, time.perf_counter() - started)
         # People enrolled once (KNOWN_SPEAKERS_DIR), named in every diarized request beside the request's own clips.
-        self.voices: dict[str, Voice] = {}
+        self._library: FollowedLibrary | None = None
         if self.settings.known_speakers_dir is not None and self.diarization_pipeline is not None:
             dimension = getattr(getattr(self.diarization_pipeline, "_embedding", None), "dimension", None)
-            self.voices = VoiceLibrary(self.settings.known_speakers_dir).for_model(self.configured.diarization_model, dimension)
+            self._library = FollowedLibrary(self.settings.known_speakers_dir, self.configured.diarization_model, dimension)
             logger.info("voice library %s: %d voices", self.settings.known_speakers_dir, len(self.voices))
         # Silero finds the speech for long-form decoding; SPEECH_GATE decides whether audio
         # where it finds none is answered "no speech" (default) or decoded whole anyway.
@@ -329,6 +329,11 @@ class Transcriber:
         return found, name
 
     @property
+    def voices(self) -> dict[str, Voice]:
+        """The voice library's people (``KNOWN_SPEAKERS_DIR``) by name, as its folder holds them now."""
+        return self._library.voices() if self._library is not None else {}
+
+    @property
     def library(self) -> dict[str, np.ndarray]:
         """The enrolled voices (``KNOWN_SPEAKERS_DIR``) as enrolled, by name."""
         return self.library_for(telephone_band=False)
@@ -360,13 +365,22 @@ class Transcriber:
         embed = self._embedder("enrolling a voice needs")
         library = VoiceLibrary(self.settings.known_speakers_dir)
         library.check_writable()
+        library.check_room(name, self.settings.max_voices)  # before the clip is decoded and embedded
         speech = enrolment_speech(name, audio, self.speech_gate, should_stop)
         with self._lock:
-            voice = library.add(name, [embed(speech)], self.configured.diarization_model, telephone=[embed(telephone_band(speech))])
-            kept = {other: known for other, known in self.voices.items() if other.casefold() != voice.name.casefold()}  # one file per name
-            self.voices = {**kept, voice.name: voice}
+            voice = library.add(name, [embed(speech)], self.configured.diarization_model, telephone=[embed(telephone_band(speech))],
+                                max_voices=self.settings.max_voices)
         logger.info("voice library %s: enrolled a voice (%d voices)", library.folder, len(self.voices))
         return voice
+
+    def forget(self, name: str) -> bool:
+        """Remove ``name`` (any case) from the server's voice library, as ``speakers remove`` does; False
+        when no such person is enrolled."""
+        if self.settings.known_speakers_dir is None:
+            raise InvalidRequestError("this server keeps no voice library: start it with KNOWN_SPEAKERS_DIR set to a folder")
+        removed = VoiceLibrary(self.settings.known_speakers_dir).remove(name)
+        logger.info("voice library %s: %d voices", self.settings.known_speakers_dir, len(self.voices))
+        return removed
 
     @staticmethod
     def _attribute(

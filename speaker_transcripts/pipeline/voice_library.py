@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from speaker_transcripts.config import looks_like
 from speaker_transcripts.errors import InvalidRequestError
 
 logger = logging.getLogger(__name__)
@@ -56,15 +57,18 @@ class VoiceLibrary:
         return self.folder / f"{hashlib.sha256(name.casefold().encode()).hexdigest()[:20]}.json"
 
     def add(
-        self, name: str, embeddings: Sequence[np.ndarray], model: str, telephone: Sequence[np.ndarray] | None = None
+        self, name: str, embeddings: Sequence[np.ndarray], model: str, telephone: Sequence[np.ndarray] | None = None,
+        max_voices: int | None = None,
     ) -> Voice:
         """Keep ``name``'s voice: the mean direction of ``embeddings`` (one per clip), and of
         ``telephone`` (the same clips through a telephone band) for telephone recordings; it
         replaces any voice of that name. Written to a temporary file and renamed, so a reader
-        never sees half of it."""
+        never sees half of it. A name that only looks like an enrolled one ("Аnna" with a Cyrillic
+        А beside "Anna"), and a new name beyond ``max_voices``, are the client's to fix."""
+        self.check_writable()
+        self.check_room(name, max_voices)
         voice = Voice(name=name, model=model, embedding=_mean_direction(embeddings), clips=len(embeddings),
                       telephone=_mean_direction(telephone) if telephone else None)
-        self.check_writable()
         target = self._file(name)
         data = {"version": FORMAT_VERSION, "name": name, "model": model, "dimension": voice.dimension, "clips": voice.clips,
                 "embedding": [round(float(v), 7) for v in voice.embedding]}
@@ -85,6 +89,20 @@ class VoiceLibrary:
                 pass
         except OSError as error:
             raise InvalidRequestError(f"the voice library {self.folder} cannot be written ({error.strerror or error})") from None
+
+    def check_room(self, name: str, max_voices: int | None = None) -> None:
+        """Refuse ``name`` where it would be a second person who reads like an enrolled one, or one
+        person too many; the same name (any case) is a replacement, always allowed."""
+        enrolled = [voice.name for voice in self.voices()]
+        if any(other.casefold() == name.casefold() for other in enrolled):
+            return
+        twin = next((other for other in enrolled if looks_like(other, name)), None)
+        if twin is not None:
+            raise InvalidRequestError(f"{name!r} looks like {twin!r}, who is enrolled: spell it as {twin!r} to replace "
+                                      "their voice, or choose a name that reads differently")
+        if max_voices is not None and len(enrolled) >= max_voices:
+            raise InvalidRequestError(f"the voice library {self.folder} holds {len(enrolled)} people, its limit (MAX_VOICES): "
+                                      "remove someone first")
 
     def remove(self, name: str) -> bool:
         """Forget ``name``; False when there was no such voice."""
@@ -122,6 +140,32 @@ class VoiceLibrary:
                 continue
             usable[voice.name] = voice
         return usable
+
+
+class FollowedLibrary:
+    """A library's voices for one model, read again whenever its folder changes: a person added or
+    removed by ``speakers add``/``remove``, another server or ``DELETE /v1/voices`` is seen by the
+    next request, without a restart. The check lists the folder's files (name, inode, modification
+    time): far cheaper than the request it precedes."""
+
+    def __init__(self, folder: Path, model: str, dimension: int | None) -> None:
+        self.library, self.model, self.dimension = VoiceLibrary(folder), model, dimension
+        self._stamp: tuple | None = None
+        self._voices: dict[str, Voice] = {}
+
+    def voices(self) -> dict[str, Voice]:
+        stamp = self._stamp_now()
+        if stamp != self._stamp:
+            self._voices, self._stamp = self.library.for_model(self.model, self.dimension), stamp
+        return self._voices
+
+    def _stamp_now(self) -> tuple:
+        try:
+            with os.scandir(self.library.folder) as entries:
+                # a voice is replaced by renaming a new file over it: a new inode, whatever its time and size
+                return tuple(sorted((entry.name, entry.inode(), entry.stat().st_mtime_ns) for entry in entries if entry.name.endswith(".json")))
+        except OSError:  # no folder (yet): no voices
+            return ()
 
 
 def _mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray:

@@ -13,6 +13,7 @@ decided before a route runs in ``middleware``, the queue in ``inference``, the e
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +24,14 @@ from fastapi import FastAPI
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.console import show_package_log_unless_configured
 from speaker_transcripts.live.capacity import live_capacity
-from speaker_transcripts.server.errors import ModelLoadError, RedactingFilter, SecretRedactor, add_error_handlers, logger
+from speaker_transcripts.server.errors import (
+    ClientFaultsInOneLine,
+    ModelLoadError,
+    RedactingFilter,
+    SecretRedactor,
+    add_error_handlers,
+    logger,
+)
 from speaker_transcripts.server.inference import Handler, InferenceQueue
 from speaker_transcripts.server.metrics import MetricsMiddleware, ServiceMetrics
 from speaker_transcripts.server.middleware import (
@@ -31,6 +39,8 @@ from speaker_transcripts.server.middleware import (
     BodyReadTimeout,
     BodySizeLimit,
     HeaderGate,
+    SameOriginGate,
+    SecurityHeaders,
     StartupFailureInOneLine,
 )
 from speaker_transcripts.server.routers import diarization, docs, endpoints, health, openai, page, realtime, voices
@@ -67,14 +77,14 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         # A key sent in the query string is refused, and not logged: Uvicorn logs HTTP requests in its access
         # log and WebSocket handshakes (the live route's URL) in its error log, both with the query string.
         logs = [logging.getLogger("uvicorn.access"), logging.getLogger("uvicorn.error")]
-        redacting = RedactingFilter(app.state.redact)
-        for log in logs:
-            log.addFilter(redacting)
+        filters = [RedactingFilter(app.state.redact), ClientFaultsInOneLine()]
+        for log, each in itertools.product(logs, filters):
+            log.addFilter(each)
         logger.info("ready: ASR %s, auth %s, live sessions up to %d (lookahead %g s)", handler.configured.asr_model,
                     "on" if settings.api_key else "off", live.max_sessions, live.lookahead_s)
         yield
-        for log in logs:
-            log.removeFilter(redacting)
+        for log, each in itertools.product(logs, filters):
+            log.removeFilter(each)
         app.state.queue.close()
         app.state.live.executor.shutdown(wait=False, cancel_futures=True)
 
@@ -90,10 +100,18 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.state.settings = settings
     app.state.metrics = metrics = ServiceMetrics()
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
-    app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s)
+    app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s,
+                       min_rate=settings.body_min_rate_kb_s * 1024)
     app.add_middleware(AdmissionGate)  # after the key check, before a byte of body is read
     protected = ("/v1/",) if settings.metrics_public else ("/v1/", "/metrics")
     app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected)  # added later = runs earlier
+    app.add_middleware(
+        SameOriginGate,
+        check_hosts=settings.api_key is None or bool(settings.allowed_hosts),
+        allowed_hosts=_listed(settings.allowed_hosts),
+        allowed_origins=_listed(settings.allowed_origins),
+    )
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
     for surface in (endpoints, openai, diarization, voices, realtime, page, docs, health, metrics_router):
@@ -102,6 +120,10 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.mount("/docs/assets", docs.swagger_assets(), name="docs-assets")
     app.add_middleware(MetricsMiddleware, metrics=metrics, routes=app.routes)  # outermost: counts refusals too
     return app
+
+
+def _listed(setting: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in setting.split(",") if item.strip())
 
 
 app = create_app()

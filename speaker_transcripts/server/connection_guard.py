@@ -13,8 +13,12 @@ Uvicorn times out only idle keep-alive connections, and any byte that arrives ca
 - a **write deadline**: a client that stops reading its answer is dropped once writing to it has
   stalled ``write_timeout_s``, and a connection being closed is aborted if its last bytes cannot
   be delivered within that time;
-- a **connection cap**: a connection beyond ``max_connections`` is answered 503 (with
-  ``Retry-After``) and closed at once, before anything is read.
+- a **connection cap**, counted from ``accept``: a connection beyond ``max_connections``, or
+  beyond ``max_per_client`` from one client address, is answered 503 (with ``Retry-After``) and
+  closed at once, before anything is read; refusals are logged as one summary line an interval;
+- with TLS (``TlsGate``), the same cap and a **handshake deadline** (the header timeout) from
+  ``accept``, instead of asyncio's 60 s outside any count; plain HTTP sent to the TLS port gets a
+  400 that names https.
 
 Bodies that a route does read get their read timeouts in the app (``middleware.BodyReadTimeout``),
 so they hold under any server. ``speaker-transcripts serve`` runs Uvicorn with this protocol
@@ -28,11 +32,15 @@ import asyncio
 import functools
 import json
 import logging
+import socket
+import ssl
+from asyncio.sslproto import SSLProtocol
 from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.utils import get_remote_addr
 
 from speaker_transcripts.config import ServerSettings
 
@@ -47,6 +55,7 @@ class ConnectionLimits:
     max_connections: int = 256
     write_timeout_s: float = 30.0
     max_head_bytes: int = 32 * 1024  # request line + headers as sent (HeaderGate's 16 kB counts names and values)
+    max_per_client: int = 64
 
 
 @functools.cache
@@ -61,7 +70,48 @@ def limits_from_settings(settings: ServerSettings) -> ConnectionLimits:
         header_timeout_s=settings.header_timeout_s,
         max_connections=settings.max_connections,
         write_timeout_s=settings.write_timeout_s,
+        max_per_client=settings.max_connections_per_client,
     )
+
+
+class RefusalLog:
+    """Refused connections logged as one line an ``interval_s`` with their count, not a line each:
+    a client that reconnects as fast as it is refused cannot flood the log."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self.interval_s = interval_s
+        self._pending: dict[str, int] = {}
+        self._flush: asyncio.TimerHandle | None = None
+
+    def refused(self, loop: asyncio.AbstractEventLoop, limit: str, detail: str) -> None:
+        """Note a connection refused by ``limit`` (a setting's name); ``detail`` says how it was reached."""
+        if self._flush is None:  # the first of a burst is told at once, the rest at the interval's end
+            logger.warning("refused a connection: %s (%s)", detail, limit)
+            self._flush = loop.call_later(self.interval_s, self._summary)
+            return
+        self._pending[limit] = self._pending.get(limit, 0) + 1
+
+    def _summary(self) -> None:
+        self._flush = None
+        if self._pending:
+            limits = ", ".join(f"{limit}: {count}" for limit, count in self._pending.items())
+            logger.warning("refused %d more connections in the last %g s (%s)", sum(self._pending.values()), self.interval_s, limits)
+            self._pending.clear()
+
+
+REFUSALS = RefusalLog()
+
+
+def refusal_reason(connections: set[Any], client: tuple[str, int] | None, limits: ConnectionLimits) -> tuple[str, str] | None:
+    """The limit a connection just accepted (already in ``connections``) is over and how, or None.
+    Every protocol in ``connections`` has a ``client`` (address, port) or None."""
+    if len(connections) > limits.max_connections:
+        return "MAX_CONNECTIONS", f"{len(connections) - 1} open"
+    if client is not None:
+        same = sum(1 for other in connections if other.client is not None and other.client[0] == client[0])
+        if same > limits.max_per_client:
+            return "MAX_CONNECTIONS_PER_CLIENT", f"{same - 1} open from {client[0]}"
+    return None
 
 
 def _refusal(status: int, reason: str, message: str, headers: str = "") -> bytes:
@@ -75,9 +125,10 @@ def _refusal(status: int, reason: str, message: str, headers: str = "") -> bytes
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """Uvicorn's httptools protocol with the limits above (``limits``)."""
 
-    def __init__(self, *args: Any, limits: ConnectionLimits | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, limits: ConnectionLimits | None = None, admitted: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits or limits_from_environment()
+        self._admitted = admitted  # counted already, at accept (``TlsGate``)
         self._header_deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
         self._in_head = True  # the bytes arriving now belong to a request line or headers
@@ -88,10 +139,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
-            logger.warning("refused a connection: %d open (MAX_CONNECTIONS)", len(self.connections) - 1)
-            refusal = _refusal(503, "Service Unavailable", "too many open connections; retry later", "retry-after: 1\r\n")
-            transport.write(refusal)
+        reason = None if self._admitted else refusal_reason(self.connections, self.client, self.limits)
+        if reason is not None:
+            REFUSALS.refused(self.loop, *reason)
+            transport.write(_refusal(503, "Service Unavailable", "too many open connections; retry later", "retry-after: 1\r\n"))
             self._close()
             return
         self._arm_header_deadline()
@@ -200,16 +251,136 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._close()
 
 
-def guarded_config(asgi_app: Any, settings: ServerSettings | None = None, **options: Any) -> uvicorn.Config:
+PLAIN_HTTP_TO_TLS = _refusal(400, "Bad Request", "this port serves HTTPS: use https://")
+TLS_HANDSHAKE = 0x16  # the first byte of a TLS record that opens a handshake (a ClientHello)
+
+
+class TlsGate(asyncio.Protocol):
+    """The protocol of an HTTPS server's connection from ``accept`` until its TLS handshake is done.
+
+    asyncio's own TLS server runs the handshake before the HTTP protocol sees the connection, for
+    up to 60 s, outside the connection cap. Here the connection is counted (``refusal_reason``) as
+    soon as it is accepted and must finish its handshake within the header timeout; then TLS
+    (asyncio's ``SSLProtocol``) is put between the socket and ``inner``, the guarded HTTP protocol.
+    A first byte that cannot open a TLS handshake is plain HTTP: it gets a 400 naming https.
+    """
+
+    def __init__(self, *, context: ssl.SSLContext, inner: Any, limits: ConnectionLimits, **uvicorn_state: Any) -> None:
+        self.context, self.inner, self.limits, self.uvicorn_state = context, inner, limits, uvicorn_state
+        self.connections: set[Any] = uvicorn_state["server_state"].connections
+        self.loop = asyncio.get_event_loop()
+        self.client: tuple[str, int] | None = None
+        self.transport: asyncio.Transport | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+        self.transport = transport  # type: ignore[assignment]
+        self.client = get_remote_addr(transport)  # type: ignore[arg-type]
+        self.connections.add(self)
+        reason = refusal_reason(self.connections, self.client, self.limits)
+        if reason is not None:  # no TLS yet to answer in: closed at once
+            REFUSALS.refused(self.loop, *reason)
+            self._done()
+            transport.abort()
+            return
+        self._deadline = self.loop.call_later(self.limits.header_timeout_s, self._too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        if data[0] != TLS_HANDSHAKE:
+            self.transport.write(PLAIN_HTTP_TO_TLS)
+            self.transport.close()
+            return
+        protocol = self.inner(admitted=True, **self.uvicorn_state)
+        handshake = self.loop.create_future()
+        handshake.add_done_callback(self._handshake_ended)
+        remaining = max(self._deadline.when() - self.loop.time(), 0.1) if self._deadline else self.limits.header_timeout_s
+        tls = SSLProtocol(self.loop, protocol, self.context, handshake, server_side=True, ssl_handshake_timeout=remaining)
+        self.transport.set_protocol(tls)
+        tls.connection_made(self.transport)
+        _feed(tls, data)
+
+    def connection_lost(self, exc: Exception | None) -> None:  # before the handshake began
+        self._done()
+
+    def shutdown(self) -> None:
+        """Uvicorn's shutdown: a connection still in its handshake has nothing to finish."""
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _handshake_ended(self, handshake: asyncio.Future[None]) -> None:
+        if not handshake.cancelled():
+            handshake.exception()  # a failed handshake is the client's; it closed the connection already
+        self._done()
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self in self.connections and self.transport is not None:
+            self.transport.abort()  # the handshake (or its first byte) did not come within HEADER_TIMEOUT_S
+
+    def _done(self) -> None:
+        """Out of the count: the connection closed, or its HTTP protocol counts it from now on."""
+        self.connections.discard(self)
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+
+def _feed(protocol: asyncio.BufferedProtocol, data: bytes) -> None:
+    """Hand ``data``, already read, to a buffered protocol as if it had just arrived."""
+    view = memoryview(data)
+    while view:
+        buffer = protocol.get_buffer(len(view))
+        taken = min(len(buffer), len(view))
+        buffer[:taken] = view[:taken]
+        protocol.buffer_updated(taken)
+        view = view[taken:]
+
+
+class GuardedConfig(uvicorn.Config):
+    """Uvicorn's config whose TLS, when it has a certificate, is the protocol's (``TlsGate``) rather
+    than the event loop's, so that the handshake is inside the connection cap and its deadline."""
+
+    def __init__(self, *args: Any, limits: ConnectionLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self.tls: ssl.SSLContext | None = None
+
+    def load(self) -> None:
+        super().load()
+        if self.ssl is not None:
+            self.tls, self.ssl = self.ssl, None
+            self.http_protocol_class = functools.partial(  # type: ignore[assignment]
+                TlsGate, context=self.tls, inner=self.http_protocol_class, limits=self.limits
+            )
+
+
+class GuardedServer(uvicorn.Server):
+    """Uvicorn's server for a ``GuardedConfig``: its start-up line names https when the protocol serves TLS."""
+
+    def _log_started_message(self, listeners: list[socket.socket]) -> None:  # type: ignore[override]
+        tls = getattr(self.config, "tls", None)
+        self.config.ssl = tls  # Uvicorn names the scheme from it; the listening socket is already open
+        try:
+            super()._log_started_message(listeners)
+        finally:
+            self.config.ssl = None
+
+
+def guarded_config(asgi_app: Any, settings: ServerSettings | None = None, **options: Any) -> GuardedConfig:
     """Uvicorn's config with this guard: the header deadline and the connection cap from
     ``settings``, and its largest WebSocket frame (``LIVE_MAX_FRAME_KB``); ``options`` are Uvicorn's
-    (host, port, log_level). WebSocket keepalive pings are sent, but a late pong closes nothing: a
+    (host, port, log_level, ssl_certfile); run it with ``GuardedServer``. WebSocket keepalive pings are sent, but a late pong closes nothing: a
     live session that stops reading a fast client (its backlog bound) leaves the client's pong in TCP
     behind its audio, and the promise is that such a client is slowed, not dropped. A client that is
     gone is found by the session's idle timeout and its write timeout instead."""
     settings = settings or ServerSettings()
     limits = limits_from_settings(settings)
     options.setdefault("ws_ping_timeout", None)
-    return uvicorn.Config(
-        asgi_app, http=functools.partial(GuardedHttpToolsProtocol, limits=limits), ws_max_size=settings.live_max_frame_kb * 1024, **options
+    return GuardedConfig(
+        asgi_app,
+        limits=limits,
+        http=functools.partial(GuardedHttpToolsProtocol, limits=limits),
+        ws_max_size=settings.live_max_frame_kb * 1024,
+        **options,
     )

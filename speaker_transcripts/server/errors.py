@@ -71,6 +71,20 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+CLIENT_FAULTS = {"Invalid UTF-8 sequence received from client.": "a WebSocket client sent text that is not UTF-8; closed it (1007)"}
+
+
+class ClientFaultsInOneLine(logging.Filter):
+    """Uvicorn logs a client's bad WebSocket text frame (bytes that are not UTF-8) with a traceback,
+    though it is the client's fault and it is answered (closed with 1007): one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg in CLIENT_FAULTS:
+            record.msg, record.args, record.exc_info, record.exc_text = CLIENT_FAULTS[record.msg], (), None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """OpenAI's error shape on ``/v1`` routes, Inference Endpoints' ``{"error": message}`` elsewhere."""
     if path.startswith("/v1/"):

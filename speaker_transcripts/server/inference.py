@@ -57,7 +57,7 @@ class InferenceQueue:
         self.timeout_s = settings.request_timeout_s
         self.pending = 0  # running + waiting; touched only on the event loop
         self.reading = 0  # admitted by the AdmissionGate, body still being read or parsed
-        self.reading_bytes = 0  # what those uploads declared (Content-Length, else MAX_UPLOAD_MB)
+        self.reading_bytes = 0  # what those uploads have sent so far
         self.max_upload_bytes = settings.max_upload_bytes
         self._executor = ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="inference")
         self._recent_seconds: deque[float] = deque(maxlen=20)
@@ -120,30 +120,36 @@ class InferenceQueue:
             {"Retry-After": str(self.retry_after_s())},
         )
 
-    def too_heavy(self, weight: int) -> ServiceError | None:
-        """The 503 for work of ``weight`` bytes that would take what admitted requests hold
-        (queued audio, uploads by what they declared) past ``MAX_QUEUED_MB``. Counting requests
-        alone let 17 near-limit uploads hold 4.6 GB; with nothing admitted a request is always
-        taken, so any upload the size limit allows runs."""
+    def too_heavy(self, weight: int, uploading: int | None = None) -> ServiceError | None:
+        """The 503 for ``weight`` more bytes that would take what admitted requests hold (queued
+        audio, uploads by what they have sent) past ``MAX_QUEUED_MB``: a new request's, or, with
+        ``uploading`` (the bytes it sent before), the next chunk of an admitted upload. Counting
+        requests alone let 17 near-limit uploads hold 4.6 GB; a request that would be the only one
+        held is always taken, so any upload the size limit allows runs."""
         held = self.held_bytes + self.reading_bytes
-        if not (self.pending or self.reading) or held + weight <= self.max_held_bytes:
+        alone = not (self.pending or self.reading) if uploading is None else held == uploading and self.reading == 1
+        if alone or held + weight <= self.max_held_bytes:
             return None
         mib = 1024 * 1024
+        this = weight if uploading is None else uploading + weight
         return ServiceError(
             503,
-            f"the server is busy (the requests in progress, queued or uploading hold {held / mib:.0f} MB, this one "
-            f"{weight / mib:.0f} MB, MAX_QUEUED_MB={self.max_held_bytes / mib:g}); retry later",
+            f"the server is busy (the requests in progress, queued or uploading hold {(held - (uploading or 0)) / mib:.1f} MB, this one "
+            f"{this / mib:.1f} MB, MAX_QUEUED_MB={self.max_held_bytes / mib:g}); retry later",
             {"Retry-After": str(self.retry_after_s())},
         )
 
-    def admit_upload(self, reserved: int) -> None:
+    def admit_upload(self) -> None:
         self.reading += 1
-        self.reading_bytes += reserved
 
-    def upload_done(self, reserved: int) -> None:
-        """An admitted upload reached the queue or failed before it: its reservation ends."""
+    def upload_received(self, size: int) -> None:
+        """An admitted upload sent ``size`` more bytes (``too_heavy`` said they fit)."""
+        self.reading_bytes += size
+
+    def upload_done(self, received: int) -> None:
+        """An admitted upload reached the queue or failed before it: the ``received`` bytes it counted end."""
         self.reading -= 1
-        self.reading_bytes -= reserved
+        self.reading_bytes -= received
 
     def retry_after_s(self) -> int:
         """Seconds until a slot is likely free, which is all a refused client needs: the typical

@@ -81,3 +81,22 @@ def test_a_manifest_that_names_itself_or_a_loop_of_two_is_an_input_error(tmp_pat
     for manifest in ("self.txt", "one.txt"):
         with pytest.raises(InputError, match="a loop"):
             expand_inputs([str(tmp_path / manifest)])
+
+
+def test_a_pattern_skips_what_a_folder_skips_links_out_devices_and_fifos(tmp_path):
+    import os
+
+    (tmp_path / "calls").mkdir()
+    (tmp_path / "calls" / "mine.wav").write_bytes(b"RIFF")
+    (tmp_path / "secret.wav").write_bytes(b"RIFF")
+    (tmp_path / "calls" / "theirs.wav").symlink_to(tmp_path / "secret.wav")
+    (tmp_path / "calls" / "zero.wav").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "calls" / "pipe.wav")
+    for given in (str(tmp_path / "calls" / "*"), str(tmp_path / "calls" / "*.wav"), str(tmp_path / "calls")):
+        assert [Path(file.path).name for file in expand_inputs([given])] == ["mine.wav"], given
+
+
+def test_a_file_name_cannot_forge_a_progress_line():
+    from speaker_transcripts.console import one_line
+
+    assert one_line("calls/a.wav: done\n[2/2] calls/b.wav\u2028\x1b[2J é.wav") == "calls/a.wav: done\\n[2/2] calls/b.wav\\u2028\\x1b[2J é.wav"

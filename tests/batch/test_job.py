@@ -129,11 +129,15 @@ def test_a_fifo_or_a_folder_given_as_a_file_gets_an_error_row_and_the_job_goes_o
     os.mkfifo(fifo)
     odd = tmp_path / "line\nbreak\tname.wav"
     odd.write_bytes((corpus / "good.wav").read_bytes())
+    lines: list[str] = []
     summary = run_batch([str(fifo), str(odd), str(corpus / "good.wav")], tmp_path / "out", settings, {"language": "en"},
-                        BatchOptions(workers=1, cpus_per_worker=1))
+                        BatchOptions(workers=1, cpus_per_worker=1), report=lines.append)
     rows = {Path(row["path"]).name: row for row in summary.rows}
     assert "not a regular file" in rows["pipe.wav"]["error"]
     assert rows["line\nbreak\tname.wav"]["error"] is None and rows["good.wav"]["error"] is None
+    progress = [line for line in lines if line.startswith("[")]
+    assert len(progress) == 3 and all("\n" not in line for line in progress)  # a name cannot start a line of its own
+    assert any("line\\nbreak\\tname.wav: " in line for line in progress), progress
 
 
 def test_speakers_are_linked_across_files_and_a_rerun_gives_the_same_labels(tmp_path):

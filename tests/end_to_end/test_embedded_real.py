@@ -522,6 +522,7 @@ def test_the_voice_library_over_http_enrols_lists_and_names_the_people_chosen(tm
 
     import httpx
 
+    from speaker_transcripts.cli.speakers import main as speakers_main
     from speaker_transcripts.pipeline.transcriber import Transcriber
     from speaker_transcripts.server.app import create_app
     from tests.servers import serving
@@ -567,6 +568,15 @@ def test_the_voice_library_over_http_enrols_lists_and_names_the_people_chosen(tm
 
         live = asyncio.run(realtime_speakers(url, {"voices": ["Reader B"]}))
         assert "Reader B" in live and "Reader A" not in live, live
+
+        # the running server follows its folder: `speakers remove` (another process) and DELETE both take effect at once
+        assert speakers_main(["remove", "Reader B", "--library", str(library)]) == 0
+        assert client.get("/v1/voices").json()["voices"] == [{"name": "Reader A"}]
+        assert client.delete("/v1/voices/reader%20a").status_code == 204
+        assert client.get("/v1/voices").json()["voices"] == [] and list(library.glob("*.json")) == []
+        gone = client.delete("/v1/voices/Reader%20A")
+        assert gone.status_code == 404 and "not enrolled" in gone.json()["error"]["message"]
+        assert not {"Reader A", "Reader B"} & set(speakers(client))
 
     with serving(create_app(lambda: handler)) as url, httpx.Client(base_url=url, timeout=300) as client:
         assert client.get("/v1/voices").json() == {"enrolment": False, "voices": []}

@@ -302,3 +302,9 @@ def test_16_bit_channels_are_averaged_at_their_level():
     held = decode_file(pcm_wav(tone(1.0, 16000), 16000)).samples
     both = decode_inputs(np.stack([held, held])).samples
     np.testing.assert_array_equal(both, held)
+
+
+def test_audio_just_over_the_limit_says_by_how_much_not_the_limit_twice():
+    """10800.04 s used to read "10800.0 s, longer than ... 10800 s"."""
+    with pytest.raises(AudioTooLongError, match=r"lasts 4\.01 s, longer than this service's limit of 4 s"):
+        decode_inputs({"array": np.zeros(4010, dtype=np.float32), "sampling_rate": 1000}, max_seconds=4)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from speaker_transcripts.errors import InvalidRequestError
-from speaker_transcripts.pipeline.voice_library import VoiceLibrary
+from speaker_transcripts.pipeline.voice_library import FollowedLibrary, VoiceLibrary
 
 
 def test_a_voice_is_the_mean_direction_of_its_clips_and_survives_a_reread(tmp_path):
@@ -80,3 +80,38 @@ def test_a_fifo_in_the_library_is_left_out_unread(tmp_path, monkeypatch):
     os.mkfifo(tmp_path / "pipe.json")
     assert [voice.name for voice in library.voices()] == ["Ann"]
     assert warned == [f"voice library {tmp_path}: pipe.json is not a voice (not a regular file); left out"]
+
+
+def test_a_followed_library_sees_what_another_process_adds_and_removes(tmp_path):
+    """A running server reads its folder again when it changes: no restart after ``speakers add``/``remove``."""
+    followed = FollowedLibrary(tmp_path / "voices", "model-a", 2)
+    assert followed.voices() == {}  # no folder yet
+    elsewhere = VoiceLibrary(tmp_path / "voices")  # another process's view of the same folder
+    elsewhere.add("Ann", [np.array([1.0, 0.0])], "model-a")
+    assert list(followed.voices()) == ["Ann"]
+    elsewhere.add("Bob", [np.array([0.0, 1.0])], "model-a")
+    elsewhere.add("Ann", [np.array([0.6, 0.8])], "model-a")  # replaced: the same file, new contents
+    assert sorted(followed.voices()) == ["Ann", "Bob"] and np.allclose(followed.voices()["Ann"].embedding, [0.6, 0.8])
+    assert elsewhere.remove("Bob")
+    assert list(followed.voices()) == ["Ann"]
+
+
+@pytest.mark.parametrize("look_alike", ["\u0410nna", "\uff21\uff4e\uff4e\uff41", "\u00c1nna"], ids=["Cyrillic A", "fullwidth", "accented"])
+def test_a_name_that_only_looks_like_an_enrolled_one_is_refused(tmp_path, look_alike):
+    """Two people who read as one ("Anna" and "Аnna") would be told apart by nobody reading the transcript."""
+    library = VoiceLibrary(tmp_path)
+    library.add("Anna", [np.array([1.0, 0.0])], "model-a")
+    with pytest.raises(InvalidRequestError, match="looks like 'Anna'"):
+        library.add(look_alike, [np.array([0.0, 1.0])], "model-a")
+    library.add("ANNA", [np.array([0.0, 1.0])], "model-a")  # the same name in another case replaces her voice
+    assert [voice.name for voice in library.voices()] == ["ANNA"]
+
+
+def test_the_library_holds_at_most_max_voices_people(tmp_path):
+    library = VoiceLibrary(tmp_path)
+    for name in ("Ann", "Bob"):
+        library.add(name, [np.array([1.0, 0.0])], "model-a", max_voices=2)
+    with pytest.raises(InvalidRequestError, match="MAX_VOICES"):
+        library.add("Cy", [np.array([1.0, 0.0])], "model-a", max_voices=2)
+    library.add("bob", [np.array([0.0, 1.0])], "model-a", max_voices=2)  # a replacement takes no room
+    assert len(library.voices()) == 2

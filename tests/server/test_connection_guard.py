@@ -4,6 +4,7 @@ slow-but-steady client that must still be served."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -11,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import Any
 
 import httpx
 import pytest
@@ -254,3 +256,161 @@ def test_the_connection_cap_says_when_to_retry(capped_url):
         with raw_connection(capped_url) as extra:
             status, text, _ = answer_of(extra)
     assert status == 503 and "retry-after: 1" in text.lower()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory) -> dict[str, Any]:
+    """A throwaway CA's certificate for 127.0.0.1: the server's files and the client's CA bundle."""
+    import trustme
+
+    folder = tmp_path_factory.mktemp("tls")
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1")
+    issued.cert_chain_pems[0].write_to_path(folder / "cert.pem")
+    issued.private_key_pem.write_to_path(folder / "key.pem")
+    authority.cert_pem.write_to_path(folder / "ca.pem")
+    return {"ssl_certfile": str(folder / "cert.pem"), "ssl_keyfile": str(folder / "key.pem"), "ca": str(folder / "ca.pem")}
+
+
+def tls_options(certificate: dict[str, Any]) -> dict[str, str]:
+    return {"ssl_certfile": certificate["ssl_certfile"], "ssl_keyfile": certificate["ssl_keyfile"]}
+
+
+@pytest.fixture(scope="module")
+def tls_url(served_handler, certificate) -> Iterator[str]:
+    with serving(create_app(lambda: served_handler, LIMITS), LIMITS, **tls_options(certificate)) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def capped_tls_url(served_handler, certificate) -> Iterator[str]:
+    with serving(create_app(lambda: served_handler, CAPPED), CAPPED, **tls_options(certificate)) as base_url:
+        yield base_url
+
+
+def tls_port(base_url: str) -> str:
+    return base_url.replace("https://", "http://")  # raw_connection takes host:port after the scheme
+
+
+HALF_A_CLIENT_HELLO = bytes.fromhex("160301020001") + b"\x00" * 10  # a handshake record's header, then nothing
+
+
+@pytest.mark.parametrize("first_bytes", [b"", HALF_A_CLIENT_HELLO], ids=["nothing sent", "half a ClientHello"])
+def test_a_tls_handshake_that_never_ends_is_closed_at_the_header_deadline(tls_url, first_bytes):
+    """asyncio held such a connection 60 s, outside every limit: now HEADER_TIMEOUT_S from accept."""
+    with raw_connection(tls_port(tls_url)) as connection:
+        started = time.monotonic()
+        connection.sendall(first_bytes)
+        closed_after = None
+        try:
+            if connection.recv(65536) == b"":
+                closed_after = time.monotonic() - started
+        except OSError:  # reset: closed
+            closed_after = time.monotonic() - started
+    assert closed_after is not None and LIMITS.header_timeout_s * 0.9 < closed_after < GUARD_S
+
+
+def test_connections_in_their_tls_handshake_count_towards_the_cap(capped_tls_url, certificate):
+    """The cap's worth of connections that never start TLS: a real HTTPS client is refused, not served."""
+    with ExitStack() as stack:
+        for _ in range(CAPPED.max_connections):
+            stack.enter_context(raw_connection(tls_port(capped_tls_url)))
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{capped_tls_url}/health", verify=certificate["ca"], timeout=GUARD_S)
+    deadline = time.monotonic() + GUARD_S  # freed once the server has seen them close
+    while time.monotonic() < deadline:
+        try:
+            answer = httpx.get(f"{capped_tls_url}/health", verify=certificate["ca"], timeout=GUARD_S)
+            break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    assert answer.status_code == 200 and answer.url.scheme == "https"
+
+
+def test_https_serves_and_plain_http_on_its_port_is_told_to_use_https(tls_url, certificate):
+    served = httpx.get(f"{tls_url}/health", verify=certificate["ca"], timeout=GUARD_S)
+    assert served.status_code == 200 and served.headers["strict-transport-security"].startswith("max-age=")
+    plain = httpx.get(f"{tls_port(tls_url)}/health", timeout=GUARD_S)
+    assert plain.status_code == 400 and "https://" in plain.json()["error"]
+
+
+def test_one_client_address_cannot_take_every_connection(served_handler):
+    """Connections reopened as fast as they are closed used to keep the global cap full for everyone."""
+    settings = ServerSettings(header_timeout_s=300.0, max_connections=8, max_connections_per_client=3)
+    with serving(create_app(lambda: served_handler, settings), settings) as base_url, ExitStack() as stack:
+        for _ in range(settings.max_connections_per_client):
+            stack.enter_context(raw_connection(base_url))
+        with raw_connection(base_url) as extra:  # refused at accept, before it sends anything
+            status, text, _ = answer_of(extra)
+        assert status == 503 and "too many open connections" in text
+        port = int(base_url.rsplit(":", 1)[1])  # another client address, still on loopback
+        with socket.create_connection(("127.0.0.1", port), timeout=GUARD_S, source_address=("127.0.0.2", 0)) as other:
+            other.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert answer_of(other)[0] == 200
+
+
+def test_refused_connections_are_logged_as_one_summary_an_interval():
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Collect()
+    connection_guard.logger.addHandler(handler)
+    loop = asyncio.new_event_loop()
+    try:
+        refusals = connection_guard.RefusalLog(interval_s=0.05)
+        for _ in range(500):
+            refusals.refused(loop, "MAX_CONNECTIONS", "3 open")
+        loop.run_until_complete(asyncio.sleep(0.2))
+    finally:
+        loop.close()
+        connection_guard.logger.removeHandler(handler)
+    assert lines == ["refused a connection: 3 open (MAX_CONNECTIONS)", "refused 499 more connections in the last 0.05 s (MAX_CONNECTIONS: 499)"]
+
+
+def slow_upload(base_url: str, declared: int) -> socket.socket:
+    """An upload that declares ``declared`` bytes and sends a few: what a slow sender looks like to the server."""
+    host, port = base_url.removeprefix("http://").split(":")
+    connection = socket.create_connection((host, int(port)), timeout=GUARD_S)
+    connection.sendall(f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n\r\n{{".encode())
+    return connection
+
+
+def test_slow_uploads_hold_what_they_sent_not_what_they_declared(served_handler, speech_wav):
+    """Three uploads declaring the whole MAX_QUEUED_MB and sending a byte now and then used to keep every
+    other upload out (503) for BODY_TIMEOUT_S; now they hold the bytes they sent, and another upload runs."""
+    settings = ServerSettings(max_upload_mb=1, max_queued_mb=1, body_idle_timeout_s=300, body_min_rate_kb_s=0)
+    with serving(create_app(lambda: served_handler, settings), settings) as base_url, ExitStack() as stack:
+        for _ in range(3):
+            stack.enter_context(slow_upload(base_url, settings.max_upload_bytes - 100))
+        deadline = time.monotonic() + GUARD_S
+        while httpx.get(base_url + "/ready", timeout=5).json()["queue"]["uploading"] < 3:  # all three admitted
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        answer = httpx.post(base_url + "/", content=speech_wav, headers={"Content-Type": "audio/wav"}, timeout=GUARD_S)
+        assert answer.status_code == 200, answer.text
+
+
+def test_an_upload_whose_bytes_would_pass_the_bound_is_refused_then(served_handler):
+    settings = ServerSettings(max_upload_mb=1, max_queued_mb=1, body_idle_timeout_s=300, body_min_rate_kb_s=0)
+    with serving(create_app(lambda: served_handler, settings), settings) as base_url, slow_upload(base_url, 600_000) as first:
+        first.sendall(b" " * 599_998)  # nearly all of it: held
+        host, port = base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=GUARD_S) as second:
+            second.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 600000\r\n\r\n")
+            try:
+                second.sendall(b" " * 600_000)  # admitted (declared against what is held), refused as its bytes come
+            except OSError:
+                pass  # closed after its 503, with our bytes still arriving
+            status, text, _ = answer_of(second)
+    assert status == 503 and "MAX_QUEUED_MB" in text
+
+
+def test_a_body_dripping_below_the_rate_floor_is_closed_after_the_grace(served_handler):
+    """A byte every 0.3 s is never idle for a second, yet would hold its connection for BODY_TIMEOUT_S."""
+    settings = ServerSettings(body_idle_timeout_s=1.0, body_timeout_s=300.0, body_min_rate_kb_s=1.0)
+    with serving(create_app(lambda: served_handler, settings), settings) as base_url, slow_upload(base_url, 100_000) as connection:
+        closed_after = closed_by_the_server_while_dripping(connection, seconds=GUARD_S)
+    assert closed_after is not None and closed_after < GUARD_S

@@ -410,7 +410,7 @@ def test_probes_answer_head_and_options_and_slashes_are_not_redirected(hardened_
     assert httpx.head(f"{hardened_url}/ready", timeout=5).status_code == 200
     options = httpx.options(f"{hardened_url}/ready", timeout=5)
     assert options.status_code == 204 and options.headers["allow"] == "GET, HEAD, OPTIONS"
-    slashed = httpx.get(f"{hardened_url}/health/", headers={"Host": "evil.example"}, timeout=5, follow_redirects=False)
+    slashed = httpx.get(f"{hardened_url}/health/", headers={"Host": "evil"}, timeout=5, follow_redirects=False)
     assert slashed.status_code == 404 and "location" not in slashed.headers
 
 
@@ -484,3 +484,9 @@ def test_a_known_speakers_clip_of_thirty_seconds_fits_in_an_openai_form_field(li
                               data={"model": "whisper-1", "response_format": "diarized_json", "known_speaker_names[]": "Ann",
                                     "known_speaker_references[]": reference})
     assert response.status_code == 200, response.text
+
+
+def test_an_enrolment_with_two_name_fields_is_refused_not_given_the_last(hardened_url, speech_wav):
+    answer = httpx.post(f"{hardened_url}/v1/voices", data={"name": ["Reader A", "Reader B"]}, files={"file": ("a.wav", speech_wav)},
+                        timeout=30)
+    assert answer.status_code == 400 and "one name field" in answer.json()["error"]["message"]

@@ -132,8 +132,9 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     ticks = page.locator(".tick").all_inner_texts()
     assert ticks[0] == "0:00" and len(ticks) >= 3 and all(re.fullmatch(r"0:\d\d", tick) for tick in ticks), ticks
 
-    names.nth(0).fill("Reader A")
+    names.nth(0).fill("Reader\u2028\u2029 A\u0007")  # separators and a control character: one name on one line
     names.nth(0).dispatch_event("change")
+    assert names.nth(0).input_value() == "Reader A"
     assert page.locator(".turn-speaker").first.inner_text() == "Reader A"
     assert page.locator(".turn-move").first.locator("option:checked").inner_text() == "Reader A"
     assert page.locator(".lane-name").all_inner_texts() == ["Reader A", "SPEAKER_01"]
@@ -447,6 +448,11 @@ def test_a_speaker_is_saved_to_the_voice_library_and_the_people_chosen_are_named
             page.evaluate("window.scrollTo(0, 0)")
             screenshot(page, "page-voices")
             assert [parameters.get("voices") for parameters in noting.parameters] == [None, None, []]  # all, all, nobody
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.get_by_role("button", name="Remove Reader A from the voice library").click()
+            expect(page.locator("#status")).to_contain_text("Removed Reader A", timeout=GUARD_MS)
+            expect(page.locator("#library")).to_be_hidden()
+            assert list(library.glob("*.json")) == [] and transcribe()[0] == "SPEAKER_00"
     finally:
         context.close()
     assert problems == []

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import random
 import time
 
@@ -677,3 +678,91 @@ def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_han
     reports = [event for event in later if event["type"] == "session.backlog"]
     assert reports[-1]["behind"] is False and reports[-1]["seconds"] < 1.5
     assert sum(event["type"] == "conversation.item.input_audio_transcription.completed" for event in later) == 2
+
+
+def test_a_refused_rate_change_leaves_the_backlog_counted_at_the_sessions_rate(live_handler, pcm):
+    """A ``session.update`` that asks for another audio rate after audio was sent is refused, and the
+    audio after it is still counted in seconds at the session's rate: the reader used to take the new
+    rate anyway, so the backlog bound (``LIVE_MAX_BACKLOG_S``) and the reports were 1.5x off."""
+    import threading
+
+    release = threading.Event()
+
+    class HeldRecognizer:
+        def __getattr__(self, name):
+            return getattr(live_handler.recognizer, name)
+
+        def transcribe(self, *args, **kwargs):
+            release.wait(120)  # a failure guard only
+            return live_handler.recognizer.transcribe(*args, **kwargs)
+
+    class Busy:
+        recognizer = HeldRecognizer()
+
+        def __getattr__(self, name):
+            return getattr(live_handler, name)
+
+    slower = json.loads(json.dumps(TRANSCRIPTION))
+    slower["audio"]["input"]["format"]["rate"] = 16000
+    with serving(create_app(lambda: Busy())) as base_url:
+        async def scenario() -> list[dict]:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                chunks = appends(pcm)
+                await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunks[0]}))
+                await socket.send(json.dumps({"type": "session.update", "session": slower}))
+                for chunk in chunks[1:]:
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await socket.send(json.dumps({"type": "no.such.event"}))  # answered by the reader once it read all the audio
+                events: list[dict] = []
+                while not {"unknown", "format"} <= {error_kind(event) for event in events}:  # the refusal may come first or later
+                    if any(error_kind(event) == "unknown" for event in events):
+                        release.set()  # every append is read: let the session work on to reach the update
+                    events += await events_until(socket, "error")
+                release.set()
+                return events
+
+        events = asyncio.run(scenario())
+    read = events[: next(index for index, event in enumerate(events) if error_kind(event) == "unknown")]
+    reports = [event["seconds"] for event in read if event["type"] == "session.backlog"]
+    sent_s = len(pcm) / 2 / RATE
+    assert reports and max(reports) <= sent_s + 0.2, (reports, sent_s)
+
+
+def error_kind(event: dict) -> str | None:
+    """Which of the two refusals above an event is: the unknown event type, or the rate change."""
+    if event["type"] != "error":
+        return None
+    text = json.dumps(event["error"])
+    return "unknown" if "no.such.event" in text else "format" if "format" in text else "other"
+
+
+def test_a_frame_that_is_not_utf8_closes_the_session_with_1007_and_no_traceback(live_url):
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    collect = Collect()
+    logs = [logging.getLogger(name) for name in ("uvicorn.error", "speaker_transcripts.server")]
+    for log in logs:
+        log.addHandler(collect)
+
+    async def scenario() -> int | None:
+        async with connect(ws_url(live_url)) as socket:
+            await socket.recv()
+            await socket.send(b"\xff\xfe{", text=True)  # a text frame whose bytes are not UTF-8
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    await socket.recv()
+            return closed.value.rcvd.code if closed.value.rcvd else None
+
+    try:
+        code = asyncio.run(scenario())
+    finally:
+        for log in logs:
+            log.removeHandler(collect)
+    assert code == 1007
+    assert not any("Traceback" in record or "UnicodeDecodeError" in record for record in records), records

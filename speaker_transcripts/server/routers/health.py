@@ -48,6 +48,7 @@ async def ready(request: Request) -> dict[str, Any]:
         "queue": {
             "in_progress_or_waiting": queue.pending, "max_queue": queue.max_queue,
             "held_mb": round(queue.held_bytes / 2**20, 1), "max_queued_mb": queue.max_held_bytes / 2**20,
+            "uploading": queue.reading, "uploading_mb": round(queue.reading_bytes / 2**20, 1),  # bodies still arriving, by what they sent
         },
         "auth": request.app.state.settings.api_key is not None,
         # What a client can check before it sends a file (the page refuses what would be refused anyway).

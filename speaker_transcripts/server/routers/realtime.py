@@ -211,6 +211,7 @@ class Connection:
         self.expires_at = time.time() + settings.live_max_session_s
         self.inbox: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
         self.read_rate = self.settings.rate  # the rate of the audio being read: for the backlog's seconds only
+        self.audio_read = False  # whether the reader has taken audio (the rate is fixed from then on)
         self.backlog = 0.0  # seconds of audio received, not yet processed
         self.in_flight = 0.0  # seconds of audio the session's thread is working on now
         self.lag = LagWatch()  # says when backlog + in_flight is past what real time allows, and when it is back
@@ -306,6 +307,7 @@ class Connection:
             pcm = audio_of(event)
             await self._room(lambda: self.backlog <= self.limits.live_max_backlog_s)
             seconds = len(pcm) / 2 / self.read_rate
+            self.audio_read = self.audio_read or len(pcm) > 0
             self.backlog += seconds
             await self.inbox.put(("audio", (pcm, seconds), client_event_id))
             await self._report_lag()
@@ -315,7 +317,8 @@ class Connection:
         self.pending["events"] += 1
         if update:
             self.pending["updates"] += 1
-            self.read_rate = requested_rate(event) or self.read_rate
+            if not self.audio_read:  # after audio the rate cannot change: the session refuses such an update
+                self.read_rate = requested_rate(event) or self.read_rate
             await self.inbox.put(("update", event, client_event_id))
         else:
             await self.inbox.put((kind.removeprefix("input_audio_buffer."), None, client_event_id))
@@ -339,6 +342,8 @@ class Connection:
                 try:
                     events = await asyncio.shield(step)  # cancelling the worker leaves the thread's step to be waited for
                 except ProtocolError as error:
+                    if kind == "update":
+                        self.read_rate = self.settings.rate  # refused: the audio is still read at the rate in force
                     await self.send(error_event(str(error), error.code, error.param, client_event_id))
                     continue
                 except InvalidRequestError as error:

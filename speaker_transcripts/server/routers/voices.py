@@ -1,11 +1,12 @@
-"""The server's voice library over HTTP: ``GET /v1/voices`` and ``POST /v1/voices``.
+"""The server's voice library over HTTP: ``GET /v1/voices``, ``POST /v1/voices`` and ``DELETE /v1/voices/{name}``.
 
 The library is the one ``speaker-transcripts speakers add`` keeps and ``KNOWN_SPEAKERS_DIR`` points
 the server at: its people are named in every diarized request (``voices[]`` chooses some of them).
 The page lists them to choose who is in a recording, and saves a speaker of a result as a person
 ("save this voice as ..."). Only names are ever answered: a voice's embedding stays on the server.
 Enrolment runs through the inference queue like a transcription (the same bounds, timeout and key),
-and a name enrolled again is replaced, as ``speakers add`` replaces it.
+and a name enrolled again is replaced, as ``speakers add`` replaces it. The server reads the library's
+folder again when it changes, so ``speakers add`` and ``speakers remove`` need no restart.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from speaker_transcripts.config import speaker_name
 from speaker_transcripts.errors import InvalidRequestError
+from speaker_transcripts.server.errors import error_response
 from speaker_transcripts.server.inference import infer
 from speaker_transcripts.server.middleware import BEARER
 
@@ -56,6 +58,8 @@ async def enrol(
     name: Annotated[str, Form(description="the person's name, as it should appear in transcripts")],
 ) -> JSONResponse:
     """Save a person's voice in the server's library: every diarized request names them from now on."""
+    if len((await request.form()).getlist("name")) > 1:  # which one counts would be the server's silent choice
+        raise InvalidRequestError("send one name field, not several")
     try:
         name = speaker_name(name)  # as a known speaker's name is checked
     except ValueError as error:
@@ -68,3 +72,12 @@ async def enrol(
 
     result = await infer(request, {"name": name, "inputs": await file.read()}, work=enrolled)
     return JSONResponse(Enrolment(**result).model_dump(), status_code=201)
+
+
+@router.delete("/v1/voices/{name}", status_code=204, responses={404: {"description": "no such person is enrolled"}})
+async def forget(request: Request, name: str) -> Response:
+    """Remove a person from the server's voice library: no request names them from now on."""
+    name = " ".join(name.split())
+    if not request.app.state.handler.forget(name):
+        return error_response(request.url.path, 404, f"{name!r} is not enrolled in this server's voice library")
+    return Response(status_code=204)

@@ -40,6 +40,12 @@ export function explainStatus(status, serverMessage) {
   return `Something went wrong on the server (HTTP ${status}). ${serverMessage || ""}`.trim();
 }
 
+export function speakerName(text) {
+  // a name as the server's speaker_name takes it: NFC, any run of spaces, line or paragraph separators and
+  // control characters one space, at most 64 characters: no name breaks a subtitle or a text export's line
+  return text.normalize("NFC").replace(/[\p{C}\s]+/gu, " ").trim().slice(0, 64).trim();
+}
+
 export function megabytes(bytes) {
   return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.max(1, Math.round(bytes / 1e3))} kB`;
 }

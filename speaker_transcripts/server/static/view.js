@@ -1,7 +1,7 @@
 // Showing the result: the speakers (renamed in place), the timeline, the transcript by turn, and the
 // corrections made to it (corrections.js), each undoable.
 
-import { $, clock, element, say, session, showError, state } from "./common.js";
+import { $, clock, element, say, session, showError, speakerName, state } from "./common.js";
 import { History, editTurn, mergeSpeakers, moveTurn, newSpeakerLabel } from "./corrections.js";
 import { seek } from "./player.js";
 import { library, saveVoice } from "./voices.js";
@@ -80,7 +80,8 @@ document.addEventListener("voices-loaded", renderSpeakers);
 
 function rename(label, input) {
   // a name another speaker has already asks to merge the two: one person, one name
-  const name = input.value.trim() || label;
+  const name = speakerName(input.value) || label;
+  input.value = name;
   const other = speakerLabels().find((each) => each !== label && nameOf(each) === name);
   if (other && !window.confirm(`${name} is already a speaker here. Merge ${nameOf(label)} into ${name}? Their turns become one person's.`)) {
     input.value = nameOf(label);

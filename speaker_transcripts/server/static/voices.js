@@ -1,6 +1,7 @@
 // The server's voice library in the page: the people enrolled there (GET /v1/voices: names only), ticked
-// to say who may be named in a recording, and "Save voice" for a speaker of a result: the turns where they
-// speak alone, cut from the recording in the browser (16 kHz mono WAV) and enrolled (POST /v1/voices).
+// to say who may be named in a recording, removed with their button (DELETE /v1/voices/{name}), and
+// "Save voice" for a speaker of a result: the turns where they speak alone, cut from the recording in the
+// browser (16 kHz mono WAV) and enrolled (POST /v1/voices).
 
 import { $, concatenate, element, explainStatus, say, session, showError, state, wavBlob } from "./common.js";
 import { authHeaders } from "./auth.js";
@@ -39,9 +40,36 @@ function showChoices() {
     box.value = name;
     box.checked = !unticked.has(name);
     label.append(box, ` ${name}`);
-    list.append(label);
+    const remove = element("button", "remove-voice");
+    remove.type = "button";
+    remove.textContent = "Remove";
+    remove.setAttribute("aria-label", `Remove ${name} from the voice library`);
+    remove.addEventListener("click", () => removeVoice(name));
+    const person = element("span", "library-entry");
+    person.append(label, remove);
+    list.append(person);
   }
   $("library").hidden = !library.names.length;
+}
+
+async function removeVoice(name) {
+  if (!window.confirm(`Remove ${name} from the server's voice library? No recording will name them after this.`)) return;
+  let answer;
+  try {
+    answer = await fetch(`v1/voices/${encodeURIComponent(name)}`, { method: "DELETE", headers: authHeaders() });
+  } catch {
+    showError("The server could not be reached. Is it still running?");
+    return;
+  }
+  if (!answer.ok && answer.status !== 404) {  // 404: already gone (removed elsewhere): the list below shows it
+    let message = "";
+    try { message = (await answer.json()).error?.message || ""; } catch { /* not JSON */ }
+    showError(explainStatus(answer.status, message));
+    return;
+  }
+  showError("");
+  say(`Removed ${name} from the voice library.`);
+  await loadVoices();
 }
 
 export function chosenVoices() {
