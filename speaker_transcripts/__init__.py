@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["ModelSettings", "Transcriber", "__version__"]
 
 # OpenMP's default (active) wait policy spins idle threads for a while before they sleep: with
-# another process on the same cores, pyannote and torch ran 10-15x slower (bench/busy_machine.py).
+# another process on the same cores, pyannote and torch ran 10-15x slower (bench/speed/busy_machine.py).
 # libgomp reads the policy once, when torch loads it, so it is set here, before any module of the
 # package imports torch; a policy the user set is kept, and a process that loaded torch first keeps its own.
 if "torch" not in sys.modules:

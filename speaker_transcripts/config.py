@@ -549,7 +549,7 @@ WORD_ALIGNMENT_COST = 4
 # with AVX-512 BF16, fresh processes): batch 12 / 8 / 4 peaked 1,100 / 750 / 470 MB above the loaded models in
 # 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (a scratch probe; docs/performance.md, "Footprint, round eleven").
 WORD_TIMED_BATCH = 4
-# A beam costs about twice a batch item (bench/request_cost.py, whisper-tiny.en, word timestamps:
+# A beam costs about twice a batch item (bench/memory/request_cost.py, whisper-tiny.en, word timestamps:
 # 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
 BEAM_COST = 2
 
@@ -592,7 +592,7 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     then, when beams alone exceed the bound, the beams (always with a warning: the search differs).
     A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
 
-    Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
+    Measured with whisper-tiny.en (``bench/memory/request_cost.py``): 1-s pieces at batch 256 with word
     timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
     on 120 s, 2.4 GB, 0.8 GB bounded. With word timestamps every decoder step keeps each beam's
     cross-attention, so 16 beams running to Whisper's 448 tokens held over 1 GB; each beam also

@@ -95,3 +95,24 @@ def test_the_site_builds_strict(tmp_path):
     configuration = (tmp_path / "site" / "configuration" / "index.html").read_text()
     assert "MAX_BATCH_ITEMS" in configuration and "LIVE_LOOKAHEAD_S" in configuration
     assert len(list((tmp_path / "site").rglob("index.html"))) >= len(PAGES) - 1
+
+
+def test_the_workbench_index_lists_every_script():
+    """bench/README.md names every script under bench/ (the probe's modules as ``probes/``)."""
+    index = (ROOT / "bench" / "README.md").read_text()
+    scripts = [path for path in (ROOT / "bench").rglob("*") if path.suffix in (".py", ".sh", ".js") and "probes" not in path.parts]
+    missing = [str(path.relative_to(ROOT)) for path in scripts if f"`{path.name}`" not in index and f"`{path.relative_to(ROOT)}`" not in index]
+    assert not missing, f"bench/README.md does not list: {missing}"
+
+
+@pytest.mark.parametrize("script", sorted(str(path.relative_to(ROOT)) for group in ("speed", "memory", "quality", "batch")
+                                          for path in (ROOT / "bench" / group).glob("*.py")))
+def test_each_grouped_script_finds_the_package_and_its_siblings(script):
+    """Moved into its group, a script still puts the repository on its path: ``--help`` parses (the two
+    scripts without options are only imported)."""
+    if script.endswith(("live_device_check.py", "cache_check.py")):
+        command = [sys.executable, "-c", f"import runpy, sys; sys.argv = ['x']; runpy.run_path({script!r}, run_name='imported')"]
+    else:
+        command = [sys.executable, script, "--help"]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert completed.returncode == 0, completed.stderr[-2000:]

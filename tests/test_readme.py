@@ -24,7 +24,7 @@ from speaker_transcripts.cli import SUBCOMMANDS
 README = documented_text()
 COMMAND = re.compile(r"(?P<program>\S*speaker-transcripts) (?P<subcommand>[a-z-]+)(?P<rest>[^`\n]*)")
 BENCH_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>bench/[a-z_/]+\.py)\b(?P<rest>[^`\n]*)")
-PARSED_BENCHES = {"bench/long_form.py": "bench.long_form", "bench/cpu_speed.py": "bench.cpu_speed"}
+PARSED_BENCHES = {"bench/speed/long_form.py": "bench.speed.long_form", "bench/speed/cpu_speed.py": "bench.speed.cpu_speed"}
 
 
 def shell_lines() -> list[str]:

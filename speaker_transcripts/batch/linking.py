@@ -8,7 +8,7 @@ problem (Hungarian method) between the file's speakers and the corpus speakers f
 again against the others' centroids until nothing moves (``passes``), which removes most of the
 dependence on the order. Memory and time grow with files x corpus speakers, never with files
 squared: 10,000 files of three speakers link in 8 s among 2,000 people and in 42 s among 15,000, in
-under 260 MB (``bench/corpus_linking.py --synthetic``).
+under 260 MB (``bench/batch/corpus_linking.py --synthetic``).
 
 A speaker the voice library (or a request's clip) named keeps its name as its corpus label; every
 file speaker of that name is one person, and two names are never merged. The others are labelled
@@ -35,7 +35,7 @@ FORBIDDEN = -1e9  # an assignment that may not be made (a finite stand-in: the s
 
 @dataclass(frozen=True)
 class LinkingParameters:
-    """Hyper-parameters, chosen by ``bench/corpus_linking.py`` (docs/quality.md "Speakers across a corpus")."""
+    """Hyper-parameters, chosen by ``bench/batch/corpus_linking.py`` (docs/quality.md "Speakers across a corpus")."""
 
     # Cosine similarity between a file's speaker and a corpus speaker's centroid from which they are one person.
     # On the AMI excerpts the same participant in two excerpts scored 0.61-0.82 (where both excerpts held enough

@@ -8,7 +8,7 @@ settings, then reports:
 
 - WER after Whisper's English normalisation, handler vs bare pipeline (the bare pipeline decodes
   in the chunked pipeline's windows; with ``--long-form chunked`` the handler does too, and equal
-  WER means nothing lost; the default ``vad`` decodes the speech it finds, ``bench/long_form.py``);
+  WER means nothing lost; the default ``vad`` decodes the speech it finds, ``bench/speed/long_form.py``);
 - hypothesis word counts, handler vs bare pipeline;
 - with speaker turns (``--oracle-rttm`` feeds the reference RTTM through the handler's
   diarization seam; ``--diarization-model`` runs pyannote): the share of reference words given

@@ -18,7 +18,7 @@ Cost, which sets the pace of diarization on CPU: a local speaker with no
 frame at all (a third to a half of the pairs in a conversation) is answered without running the
 network, with exactly the embedding masked pooling gives it; and on CPUs with bfloat16
 instructions the frame-level network runs under bfloat16 autocast. Together 7.9 -> 4.2 s on the
-59-s conversation (ad-hoc before/after timing; ``bench/cpu_speed.py`` times the result); ``bench/tune_diarization.py --steps 0.25 --shipped`` gives the same DER on
+59-s conversation (ad-hoc before/after timing; ``bench/speed/cpu_speed.py`` times the result); ``bench/quality/tune_diarization.py --steps 0.25 --shipped`` gives the same DER on
 each of the 14 files with and without bfloat16.
 """
 

@@ -3,7 +3,7 @@ layers in int8 and, where the CPU has bfloat16 instructions, the encoder and the
 projection in bfloat16 (without them, both stay float32); the projection runs through oneDNN with
 its weight packed once either way. CUDA keeps float16 and SDPA.
 
-Why this split (whisper-base, 2 cores, greedy; speed from ``bench/cpu_speed.py``, the error counts
+Why this split (whisper-base, 2 cores, greedy; speed from ``bench/speed/cpu_speed.py``, the error counts
 from ad-hoc runs of one variant at a time over the dev files and its 10-min file):
 
 - The decoder runs once per token; its cost is weight bandwidth in the layers' linear maps and

@@ -30,7 +30,7 @@ FRAMES_PER_S = 100  # Whisper's mel hop: 10 ms
 # Windows come in whole steps of this many frames (1 s): a bounded set of input shapes. torch keeps
 # state per shape (oneDNN's convolution primitives, up to 1,024 of them) and glibc keeps the heap that
 # differently sized buffers freed, so windows sized in 20-ms steps made almost every live decode a new
-# shape and a live session grew by about 0.3 GB over its first 30 minutes (issue 50, ``bench/live_memory.py``).
+# shape and a live session grew by about 0.3 GB over its first 30 minutes (issue 50, ``bench/memory/live_memory.py``).
 # Measured, 120 encoder calls of whisper-base on one thread: sizes in 20-ms steps 999 -> 1,380 MB
 # (1,247 MB after ``malloc_trim``), the same sizes rounded up to whole seconds flat at 1,128 MB.
 # At most 25 window sizes (6..30 s) ever exist.

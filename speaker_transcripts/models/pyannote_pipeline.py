@@ -4,7 +4,7 @@
 always loads a PLDA, which only its VBx clustering reads (``get_plda(None)`` raises), and no
 trained PLDA for CAM++ embeddings exists. This subclass hands it a placeholder and clusters with
 pyannote's agglomerative clustering, changed to let speakers with short turns take part, with
-settings tuned on the dev conversations and the AMI excerpts (``bench/tune_diarization.py``;
+settings tuned on the dev conversations and the AMI excerpts (``bench/quality/tune_diarization.py``;
 spectral clustering, 3D-Speaker's recipe for CAM++, measured 4 DER points worse there and was
 dropped).
 
@@ -36,7 +36,7 @@ from speaker_transcripts.models import campplus, wespeaker_onnx
 from speaker_transcripts.models.chunk_embeddings import plan_embeddings, shared_embeddings
 from speaker_transcripts.models.moonshine_blobs import Community1Parts
 
-# Tuned with bench/tune_diarization.py on the dev conversations and AMI excerpts (README, "Diarization").
+# Tuned with bench/quality/tune_diarization.py on the dev conversations and AMI excerpts (README, "Diarization").
 PIPELINE_PARAMS: dict[str, Any] = {
     # Gaps under 0.3 s inside a speaker's speech are filled: dev conversations 7.5 -> 4.8 % DER, AMI unchanged.
     "segmentation": {"min_duration_off": 0.3},

@@ -56,7 +56,7 @@ def trimmed_every(every_s: float = TRIM_EVERY_S) -> Iterator[None]:
     1.92-1.94 GiB with a trim every 2 s against 1.98-2.39 with pyannote's hook trimming every
     10 s. Every second rather than every 2 s took a 3-h request on the float32 layout of a CPU
     without bfloat16 from 2.40 to 2.30 GiB, under 2.5 GB, for 0.6 s more trimming per 30 min of
-    audio (``bench/long_recording.py``; docs/performance.md, "Footprint, round fourteen")."""
+    audio (``bench/memory/long_recording.py``; docs/performance.md, "Footprint, round fourteen")."""
     stop = threading.Event()
 
     def trim_until_stopped() -> None:

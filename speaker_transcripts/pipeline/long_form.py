@@ -8,7 +8,7 @@ across windows: a 59-s stand-up came back as one 48-s segment. Here the voice ac
 detector's speech regions are packed into pieces of at most one window, cut only in the pauses
 between regions, and each piece is decoded on its own (in batches). Inside a piece a pause
 longer than ``MAX_PAUSE_S`` is cut to that, as faster-whisper's batched pipeline splices its
-speech, so a window holds speech rather than silence: the 10-min file of ``bench/long_form.py``
+speech, so a window holds speech rather than silence: the 10-min file of ``bench/speed/long_form.py``
 (31 % silence) took 19 pieces when they kept their pauses whole, and takes 14. Silence is never
 decoded, Whisper's own segments survive, and times go back on the file's clock span by span.
 

@@ -10,7 +10,7 @@ embedded with the diarization's own model and cut in two by agglomerative cluste
 two halves are further apart than the clustering threshold and each holds ``MIN_SIDE_S`` of
 speech, the smaller one is a different voice: it joins the speaker it sounds like, or becomes a
 new one. Measured on the dev conversations, the AMI excerpts, the quick conversations and one-voice
-recordings (``bench/turn_ends.py``, ``bench/speaker_count.py``; docs/quality.md).
+recordings (``bench/quality/turn_ends.py``, ``bench/quality/speaker_count.py``; docs/quality.md).
 
 Only phrases move, and with them the speaker turns under them (``moved``): the answer's timeline,
 turns, embeddings and words stay one story. Without word times, or a model to embed with, nothing

@@ -1,7 +1,7 @@
 """When diarization's speaker count is in doubt, say so, so that a user who knows can pass it.
 
 Measured on the dev conversations, the 12 AMI excerpts and the quick conversations of
-``bench/quick_conversations.py`` (``bench/speaker_count.py``, docs/quality.md), one case that can be seen
+``bench/quality/quick_conversations.py`` (``bench/quality/speaker_count.py``, docs/quality.md), one case that can be seen
 in what diarization returns carries many of the wrong counts: **one voice on a short recording**.
 pyannote's segmentation looks at 10 s at a time; when two people trade turns of a second or two it can
 hear one voice throughout, and no clustering threshold then separates them (a 26-s two-person exchange
@@ -25,7 +25,7 @@ from speaker_transcripts.pipeline.diarization import Turn
 
 SHORT_SPEECH_S = 60.0  # one voice in less speech than this is questioned (a few embeddings per voice at most)
 # One voice whose phrases' two halves (phrase_speakers.Checked.spread) lie closer than this is one person. Measured
-# (scratch replay of bench/speaker_count.py's sets, 4 December 2026): the 9 one-voice recordings 0.11-0.49 (two
+# (scratch replay of bench/quality/speaker_count.py's sets, 4 December 2026): the 9 one-voice recordings 0.11-0.49 (two
 # with too few phrases to tell), the quick exchanges heard as one voice 0.49 (0.493), 0.56, 0.78 (two too few).
 ONE_VOICE_SPREAD = 0.5
 COUNT_ADVICE = "pass num_speakers if you know how many people spoke"

@@ -202,7 +202,7 @@ class Transcriber:
         bounded = bounded_work(asr_config, self.settings.max_batch_items)
         asr_config, warnings = bounded.config, warnings + bounded.warnings
         # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
-        # 52.9 s overlapped against 59.0 s one after the other (bench/diarization_overlap.py).
+        # 52.9 s overlapped against 59.0 s one after the other (bench/speed/diarization_overlap.py).
         # Diarization stops at its next step when the request is abandoned or ASR has failed.
         asr_failed = threading.Event()
         diarization = (
