@@ -2,23 +2,9 @@
 
     .venv/bin/python bench/batch/corpus_linking.py [--shared ../shared/dev-audio] [--out /tmp/linking] [--asr whisper-tiny.en]
 
-Runs the batch command's job (``batch.job.run_batch``, local Ray, the embedded diarization) on the
-12 AMI excerpts, several of which share participants (dev00/dev01, trn00/trn01/trn03, trn07/trn08,
-trn06/trn09, trn01/trn02), plus unrelated recordings (the two synthetic conversations and the two
-single readers of ``dev-audio``). Each file speaker is an item; its person is the RTTM speaker its
-segments overlap most (a file with no RTTM: a person of its own). Scored over pairs of items in
-*different* files: a pair is linked when both got the same ``corpus_speaker``; pairwise precision,
-recall and F1, and the list of different people linked (must be empty). Then the same rows are
-linked again at other thresholds (``batch.linking.link_rows``: the embeddings are in the rows), and
-the similarities of same-person and different-people pairs are printed: the margin the threshold
-sits in. The ASR model does not change the speakers; whisper-tiny.en keeps the run short.
-
     .venv/bin/python bench/batch/corpus_linking.py --synthetic 10000 2000
 
-The cost at scale, without models: FILES files of three speakers drawn from PEOPLE synthetic voices
-(random unit directions, each file's copy at 0.8 cosine from its voice), linked by ``link_speakers``;
-prints the time, peak memory, people found and the share of file speakers grouped with the first
-label their voice got.
+How it measures, and what it reports: bench/README.md, ``corpus_linking.py``.
 """
 
 from __future__ import annotations

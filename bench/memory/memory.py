@@ -1,25 +1,9 @@
 """Where the memory goes: resident memory after each stage of a CPU run, ours beside
 faster-whisper batched, on the 10-min file of ``bench/speed/long_form.py``'s recipe.
 
-    python bench/memory/memory.py [--asr-model whisper-base] [--fw-python PYTHON] [--minutes 10] \
-        [--manifest ../shared/dev-audio/manifest.json] [--out bench-results/memory]
+    python bench/memory/memory.py [--asr-model whisper-base] [--fw-python PYTHON] [--minutes 10] [--manifest ../shared/dev-audio/manifest.json] [--out bench-results/memory]
 
-Each system runs in a fresh process that goes through its stages in order and reports, after
-each, the resident memory (``VmRSS``) and the peak during that stage alone (``VmHWM``, reset
-before each stage through ``/proc/self/clear_refs``), so "what does loading the model cost" and
-"what does a 10-min request add at its peak" are separate numbers. Linux only.
-
-Stages, ours: the interpreter with numpy and ``speaker_transcripts`` itself (imported first, as the
-CLI and the server do, so that its process settings apply: the wait policy, Triton left out without
-a GPU); ``import torch``; the package's pipeline (transformers
-and the rest it imports); the ASR model loaded for CPU (the fast path's int8/bfloat16 parts
-included); the 10-min file without diarization; the diarization pipeline loaded; the 10-min file
-with diarization. faster-whisper (its ``--fw-python``, as ``bench/speed/cpu_speed.py`` takes it): the
-interpreter; ``import faster_whisper``; its model (int8, the same weights converted); the 10-min
-file through ``BatchedInferencePipeline`` with timestamps (equal output to ours). ``ours-with-speakers``:
-the default request alone in a fresh process, as the CLI runs it (both models loaded, the 10-min
-file diarized), so its peak owes nothing to an earlier request's heap; then the same request naming one
-known speaker (a 15-s clip of the file), which also measures the recording's band for the comparison.
+How it measures, and what it reports: bench/README.md, ``memory.py``.
 """
 
 from __future__ import annotations

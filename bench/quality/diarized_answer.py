@@ -1,21 +1,8 @@
 """What a diarized answer scores: its speaker timeline, its speaker segments, and the words spoken over someone.
 
-    .venv/bin/python bench/quality/diarized_answer.py [--manifest ../shared/dev-audio/manifest.json] \
-        [--asr-model whisper-base] [--diarization-model pyannote-campplus]
+    .venv/bin/python bench/quality/diarized_answer.py [--manifest ../shared/dev-audio/manifest.json] [--asr-model whisper-base] [--diarization-model pyannote-campplus]
 
-Runs the default request (diarization, word-level attribution) on every manifest entry with a
-reference RTTM and scores, as ``bench/quality/tune_diarization.py`` does (DER, collar 0 and ±0.25 s, the
-first 30 s of each file, totals over the real meetings and over the synthetic conversations):
-the answer's ``diarization`` (the timeline, overlaps kept) and its ``speakers`` segments read as
-turns (one speaker at a time, what a reader of the transcript sees). On entries with timed reference
-turns (``transcript_format: turns_json``: the dev conversations) it also scores speaker
-attribution as ``speaker-transcripts evaluate`` does (reference and hypothesis words aligned,
-labels mapped one-to-one) and splits the reference words by their turn: turns that share no time
-with another speaker's, turns that overlap another speaker's, and turns spoken mostly (over half
-their length) inside another speaker's turn (the interjections); and, across them, the first and the
-last word of each turn (where a diarization boundary that falls early or late hands a word to the
-neighbouring speaker). Per group: words, how many ASR recognised (aligned to a hypothesis word), how
-many went to their speaker.
+How it measures, and what it reports: bench/README.md, ``diarized_answer.py``.
 """
 
 from __future__ import annotations

@@ -2,24 +2,7 @@
 
     .venv/bin/python bench/quality/enrolment.py [--manifest ../shared/dev-audio/manifest.json] [--asr-model whisper-base]
 
-Every reference speaker is enrolled from a clip that is not in the scored audio:
-- the dev conversations' synthetic voices (espeak-ng, festival, flite; Debian's ``espeak-ng
-  festival festvox-kdlpc16k flite``) speak ``ENROLMENT_TEXT``, a sentence absent from the
-  conversations, with the manifest's voice settings;
-- the committed sample's two readers, by ``samples/enrolment/reader-{a,b}.wav`` (other
-  recordings of the same people);
-- the AMI meeting excerpts' real speakers, by their longest stretch of speech alone (2-6 s),
-  which is then left out of the scoring (the excerpts are 30 s; there is no other part).
-Each file is also sent impostor clips: voices absent from it (the other conversations'
-synthetic voices, ``samples/enrolment/impostor.wav``). The full product path runs (the
-``Transcriber``, ASR and diarization), without the clips and with them; the clips' cost is then
-timed on ``task=diarize`` runs (ASR's run-to-run noise on a shared machine is larger than it).
-
-Prints per file: words on the right named speaker (conversations) beside anonymous attribution
-(best mapping), the share of meeting speech under the right name (1 - identification error rate,
-pyannote.metrics), speakers wrongly named, impostors named, the similarity of each clip to the
-voice it named or the closest one, and the seconds the clips added (timed on diarization alone). The last lines give the
-similarity ranges that ``NAMING_THRESHOLD`` (``pipeline/speaker_naming.py``) is set between.
+How it measures, and what it reports: bench/README.md, ``enrolment.py``.
 """
 
 from __future__ import annotations

@@ -2,22 +2,7 @@
 
     .venv/bin/python bench/quality/enrolment_channels.py [--shared ../shared/dev-audio] [--channels NAME...] [--out channels.json]
 
-Enrolment clips are wideband (a laptop); recordings are heard as they are and through a telephone
-line or codec, made with FFmpeg's encoders (PyAV): G.711 µ-law at 8 kHz (a landline), AMR-NB at
-12.2 kbit/s (a mobile call) and Opus at 8 kbit/s (low-rate VoIP). Cases:
-- the committed sample (``samples/two-readers.wav``) with its readers' other recordings
-  (``samples/enrolment/reader-{a,b}.wav``);
-- each AMI excerpt with a clip of each of its people cut from *another* excerpt of the same
-  meeting (their longest stretch alone there, 2-6 s: the cross-excerpt case), when they have one.
-Impostors are every case's other people: ``samples/enrolment/impostor.wav`` and the AMI
-participants of other meetings. The product's functions run as the ``Transcriber`` runs them
-(``diarize``, ``speaker_embedder``, ``match_names``), once with the clips as they are ("as is",
-before this change) and once as the product now does ("band-matched": on a telephone-band
-recording the clips are embedded through the same band, ``pipeline/bandwidth.py``).
-
-Prints, per channel and method: genuine similarities (each person's clip against the diarized
-speaker that covers most of their reference speech), the highest impostor similarity, and at the
-threshold the product uses there, people named right, named wrong, and impostors named.
+How it measures, and what it reports: bench/README.md, ``enrolment_channels.py``.
 """
 
 from __future__ import annotations

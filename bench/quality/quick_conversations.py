@@ -2,23 +2,7 @@
 
     .venv/bin/python bench/quality/quick_conversations.py --shared ../shared/dev-audio --out /tmp/quick [--per-kind N] [--seed 0]
 
-The dev conversations take turns of 3-6 s and the AMI excerpts are 30 s of meeting: neither has
-the case users meet first, a short exchange of one- or two-second turns ("Ready?" "Almost."),
-where diarization has the fewest embeddings per voice. This cuts single-voice stretches out of
-every manifest file with an RTTM (AMI participants pooled across excerpts by their participant
-id, the synthetic voices per conversation), levels each piece to one loudness so a voice is not
-told apart by its microphone gain, and lays them out as:
-
-- ``quick2``: 26 s, two voices, turns of 0.6-2.5 s, gaps of 0.05-0.5 s;
-- ``quick2_noisy``: the same with pink noise at 10 dB SNR;
-- ``quick3_noisy``: 30 s, three voices, the same turns and noise;
-- ``solo``: 26 s, one voice (stretches of one person from several excerpts), the same turns: no
-  speaker may be found twice.
-
-Voices of one conversation come from one source (one AMI meeting's people or one synthetic
-conversation), as a real exchange shares a room. Writes ``<name>.wav`` + ``<name>.rttm`` and a
-``manifest.json`` that ``load_manifest`` (and so ``bench/quality/tune_diarization.py``) reads, kind
-``quick_conversation`` (``one_voice`` for ``solo``). Deterministic for a seed.
+How it measures, and what it reports: bench/README.md, ``quick_conversations.py``.
 """
 
 from __future__ import annotations

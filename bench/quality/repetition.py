@@ -1,35 +1,9 @@
 """Repeated text from one-pass piece decoding: the shipped decoder (one pass + the repetition guard)
 against one pass without the guard and against transformers' own passes, in one process.
 
-    python bench/quality/repetition.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] \
-        [--minutes 10] [--runs 3] [--decoders shipped one-pass-no-guard transformers-passes] \
-        [--out bench-results/repetition]
+    python bench/quality/repetition.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] [--minutes 10] [--runs 3] [--decoders shipped one-pass-no-guard transformers-passes] [--out bench-results/repetition]
 
-The model is loaded once; each file is decoded by every decoder in turn (interleaved, ``--runs``
-times, median seconds reported), all through the handler (``Transcriber.__call__``), greedy,
-``language="en"``, segment timestamps, speech-aligned pieces (``long_form="vad"``), no diarization:
-
-- ``shipped``: the code as it is: each piece in one pass (``piece_ending.py``), and a piece whose
-  text loops (``repetition.looping``) decoded again (``SpeechRecognizer._decoded_again``);
-- ``one-pass-no-guard``: one pass, with ``asr.looping`` patched to find nothing;
-- ``transformers-passes``: ``SpeechRecognizer._one_pass_per_piece`` patched to hand the options on
-  unchanged (transformers seeks and decodes again where Whisper ends a piece early), guard on.
-
-Patches are undone after each call. Files: every manifest entry with text, the ``--minutes`` long
-file of ``bench/speed/long_form.py`` (``build_long_file``, with its reference text), and the AMI excerpts
-(``meetings/*.wav``) concatenated in manifest order (no reference: repetitions only).
-
-Reported per decoder: WER (Whisper's English normaliser) pooled over the dev files and on the long
-file; median seconds on the dev files (summed), the long file and the meetings; the pieces decoded
-again (with the guard's reasons); and REPETITIONS:
-
-- every chunk whose text holds a run of ``RUN_WORDS`` (6) words twice (``repetition.repeated_run``);
-- every sentence (``SENTENCE_WORDS`` = 4 normalised words or more) written twice within
-  ``WINDOW_S`` (30 s) of each other (sentences may span chunks; a sentence's time is the start of
-  the chunk it begins in) that the reference does not hold twice there. The reference has no times:
-  each file's reference words are spread evenly over its audio (the long file's clips at their
-  places in it), and the sentence's occurrences in the reference words between the two written
-  ones, ``REFERENCE_SLACK_S`` (10 s) either side, are counted. Without a reference, all are listed.
+How it measures, and what it reports: bench/README.md, ``repetition.py``.
 """
 
 from __future__ import annotations

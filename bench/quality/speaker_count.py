@@ -4,18 +4,7 @@ and without the transcript's phrase check (``pipeline/phrase_speakers.py``).
     .venv/bin/python bench/quality/quick_conversations.py --out /tmp/quick
     .venv/bin/python bench/quality/speaker_count.py --manifest ../shared/dev-audio/manifest.json /tmp/quick/manifest.json
 
-Runs the product's default request (whisper-base, the embedded diarization, word-level
-attribution, no speaker hints) on every manifest entry with an RTTM, twice: as shipped and with the
-phrase check off (the pipeline before it). Over the first 30 s (the meeting references cover
-them) it counts the voices the transcript shows (those given words) against the reference, asks
-whether the answer warned about the count (a good warning falls on the wrong counts and spares the
-right ones), scores turn-end words and all words as ``bench/quality/turn_ends.py`` does (and sorts the wrong
-turn ends by kind: a last word alone on the next speaker, or a whole turn on the wrong one), and scores the
-answer's ``diarization`` timeline (DER, collar 0), and gives the cosine distance between the two closest
-voices' centroids (a close-voices warning read it until the figures it printed showed it told nothing:
-``pipeline/speaker_count.py``). One-voice recordings (``solo`` of
-``quick_conversations.py``) are where a check that splits speakers must not. Prints one line per
-file and way, then per group.
+How it measures, and what it reports: bench/README.md, ``speaker_count.py``.
 """
 
 from __future__ import annotations

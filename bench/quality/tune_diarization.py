@@ -1,21 +1,8 @@
 """Sweep the embedded diarization pipeline's settings on every manifest entry with an RTTM.
 
-    .venv/bin/python bench/quality/tune_diarization.py --manifest ../shared/dev-audio/manifest.json \
-        [--model pyannote-campplus|pyannote-community1] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] [--overlap-biases 0 1] \
-        [--counts hard soft] [--assignments free constrained] [--shipped] [--out tune.json]
+    .venv/bin/python bench/quality/tune_diarization.py --manifest ../shared/dev-audio/manifest.json [--model pyannote-campplus|pyannote-community1] [--steps 0.1 0.25] [--strides 1 2] [--speech-biases 0 1] [--overlap-biases 0 1] [--counts hard soft] [--assignments free constrained] [--shipped] [--out tune.json]
 
-Segmentation and embeddings are computed once per file, segmentation step, embedding stride and speech
-bias (pyannote's training cache), then every count, assignment and clustering setting reuses them.
-Variants measured and not shipped (docs/quality.md), kept here so their rows can be repeated:
-``--speech-biases`` lowers the segmentation's non-speech log-probability before its powerset argmax
-(speech made likelier); ``--overlap-biases`` raises the log-probabilities of its two-voice classes
-(overlap made likelier); ``--counts soft`` takes the instantaneous speaker count from the soft powerset
-output (the expected number of voices per frame) instead of the argmax; ``--assignments constrained``
-gives a chunk's speakers to different clusters. Prints, per setting, the DER over
-all their speech (collar 0, first 30 s of each file, as the meeting references are scored) over the real
-meetings, the synthetic conversations and the quick ones (``bench/quality/quick_conversations.py``), and on how many files the speaker count was
-right; the best settings go into ``speaker_transcripts/models/pyannote_pipeline.py``. ``--shipped`` keeps the
-model folder's own clustering and segmentation settings; otherwise its clustering's grid (``GRIDS``) is swept.
+How it measures, and what it reports: bench/README.md, ``tune_diarization.py``.
 """
 
 from __future__ import annotations

@@ -1,51 +1,9 @@
 """CPU speed side by side: this project's CPU default against faster-whisper and the bare
 transformers pipeline, on the same Whisper weights and audio, with and without diarization.
 
-    python bench/speed/cpu_speed.py --fw-python /path/to/venv-with-faster-whisper/bin/python \
-        [--asr-model whisper-base] [--manifest ../shared/dev-audio/manifest.json] [--minutes 10] \
-        [--runs 3] [--systems ours fw-int8-batched ...] [--fw-wait-policy passive] [--out bench-results/cpu-speed]
+    python bench/speed/cpu_speed.py --fw-python /path/to/venv-with-faster-whisper/bin/python [--asr-model whisper-base] [--manifest ../shared/dev-audio/manifest.json] [--minutes 10] [--runs 3] [--systems ours fw-int8-batched ...] [--fw-wait-policy passive] [--out bench-results/cpu-speed]
 
-faster-whisper is not a dependency of this project: give the benchmark a Python that has it
-(``python -m venv fw && fw/bin/pip install faster-whisper``, or, for the ``whisperx-style`` row,
-the project's own venv after ``pip install faster-whisper``: it adds only onnxruntime and flatbuffers). Its model is the ASR model's own
-weights converted with ``ctranslate2``'s converter (a dev dependency), so every system decodes
-with the same weights. Each system is a worker process that loads its model once; every file is
-handed to the systems in turn (interleaved), ``--runs`` times, and the median time is reported,
-so noise on a shared machine falls on all alike; each worker's peak RSS is its own.
-
-OpenMP's wait policy: this project's workers run with the passive policy the package sets (see
-``speaker_transcripts/__init__.py``); the faster-whisper workers (CTranslate2 ships its own libgomp) run
-with the same by default (``--fw-wait-policy passive``, every earlier row), or with OpenMP's own
-default (``--fw-wait-policy default``: idle threads spin a while before they sleep), which is what a
-faster-whisper user gets who sets nothing: faster on an idle machine, far slower beside a busy process.
-
-Systems (all greedy, English given, segment timestamps, the machine's threads):
-
-- ``ours``: the handler as shipped on CPU (``DTYPE=auto``: the fast path), no diarization;
-- ``ours-without-bf16``: the fast path as it runs on a CPU without bfloat16 (int8 decoder layers, float32 encoder and projection);
-- ``ours-fp32``: the handler with ``DTYPE=float32`` (plain float32, the previous default);
-- ``transformers``: the bare transformers pipeline, float32, ``chunk_length_s=30``, batch 8;
-- ``fw-int8``, ``fw-fp32``: faster-whisper's ``WhisperModel.transcribe`` (no VAD filter, as it
-  defaults), ``compute_type`` int8 / float32;
-- ``fw-int8-batched``: faster-whisper's ``BatchedInferencePipeline`` (Silero VAD pieces, batch 8)
-  as it defaults: ``without_timestamps=True``, its VAD pieces are its segments;
-- ``fw-int8-batched-timestamps``: the same with ``without_timestamps=False``, Whisper's timestamp
-  tokens decoded as ours are (equal output: segment times from the model);
-- ``fw-int8-batched-words``: the same with ``word_timestamps=True`` as well;
-- ``whisperx-style``: whisperX's recipe on the same models, one stage after another:
-  ``fw-int8-batched-words``, then the embedded diarization, then this project's word attribution
-  (its ``--fw-python`` must have this project installed too, e.g. the project's own venv after
-  ``pip install faster-whisper``);
-- ``ours+diarization``: the handler with the embedded diarization (word-level attribution, as
-  shipped; diarization runs in a thread beside ASR);
-- ``ours-parts``: the same models, timing diarization alone and ASR with word timestamps alone,
-  one after the other, to show which of the two sets the pace. Its own process: once a process
-  has run the two side by side, OpenMP's idle threads stop spinning (libgomp throttles when
-  there are more pool threads than cores) and diarization alone measured 1.8x slower there.
-
-Files: the dev files with text (WER pooled over them, Whisper's English normaliser), a short
-clip and the 1-min conversation among them, and the 10-min file of ``bench/speed/long_form.py``'s
-recipe (31 % inserted near-silence). Results go to ``--out``/results.json and a Markdown table.
+How it measures, and what it reports: bench/README.md, ``cpu_speed.py``.
 """
 
 from __future__ import annotations

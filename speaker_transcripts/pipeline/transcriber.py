@@ -1,18 +1,14 @@
 """The orchestrator: audio in, speaker-attributed transcript out, on models loaded once.
 
-Every surface runs this one object: the Inference Endpoints entry (``handler.py`` at the
-repository root), the server, the CLI, the evaluation harness and the benchmarks. A request is
-the Endpoints payload::
-
-    {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
-     "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
-
-and the answer is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``,
-plus ``diarization`` (the speaker timeline, overlaps kept) when diarized and ``speaker_embeddings``
-when asked for.
-The stages run in order: decode the audio, find the speech (Silero), cut it into pieces, decode
-them with Whisper while pyannote diarizes beside it, then attribute words to speakers. A request
-the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints answers 400).
+Every surface runs this one object: the Inference Endpoints entry (``handler.py``), the server, the
+CLI, the evaluation harness and the benchmarks. A request is the Endpoints payload
+``{"inputs": <base64 | raw bytes | {"array", "sampling_rate"}>, "parameters": {...}}`` and the answer
+is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``, plus
+``diarization`` (the speaker timeline, overlaps kept) when diarized and ``speaker_embeddings`` when
+asked for (docs/api.md). The stages run in order: decode the audio, find the speech (Silero), cut it
+into pieces, decode them with Whisper while pyannote diarizes beside it, then attribute words to
+speakers. A request the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints
+answers 400).
 """
 
 from __future__ import annotations
