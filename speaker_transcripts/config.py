@@ -82,7 +82,7 @@ class ModelSettings(BaseSettings):
         "`float32` is the plain reference.",
     )
     speech_gate: bool = Field(
-        default=True, description="Skip Whisper on audio without speech (Silero VAD): Whisper hallucinates there."
+        default=True, description="Skip Whisper on audio without speech (Silero VAD, whose weights ship in its wheel): Whisper hallucinates there."
     )
     # Longer audio is refused before it is decoded in full: 3 h of 16 kHz float32 is 0.7 GB.
     max_audio_seconds: float = Field(
