@@ -229,7 +229,7 @@ def start_ray(options: BatchOptions) -> bool:
 
     A local instance listens on loopback only: Ray otherwise binds its services to the machine's network
     address, where anyone who reaches them can run code in the job (a cluster's nodes need that, and token
-    authentication, README "On a Ray cluster"; one machine's job does not). Ray reads its switch for this
+    authentication, docs/batch.md, "On a Ray cluster"; one machine's job does not). Ray reads its switch for this
     when it is first imported, which the command does here.
     """
     if not options.address:

@@ -32,7 +32,7 @@ from speaker_transcripts.models import campplus, wespeaker_onnx
 from speaker_transcripts.models.chunk_embeddings import plan_embeddings, shared_embeddings
 from speaker_transcripts.models.moonshine_blobs import Community1Parts
 
-# Tuned with bench/quality/tune_diarization.py on the dev conversations and AMI excerpts (README, "Diarization").
+# Tuned with bench/quality/tune_diarization.py on the dev conversations and AMI excerpts (docs/quality.md, "Diarization with the embedded pipeline").
 PIPELINE_PARAMS: dict[str, Any] = {
     # Gaps under 0.3 s inside a speaker's speech are filled: dev conversations 7.5 -> 4.8 % DER, AMI unchanged.
     "segmentation": {"min_duration_off": 0.3},

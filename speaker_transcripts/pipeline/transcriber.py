@@ -253,7 +253,7 @@ class Transcriber:
         """``diarization``, the speaker timeline as found (several speakers at once where they
         overlap); with known speakers, how each clip fared (``known_speakers``: the closest
         similarity, whether it named a voice); when asked, ``speaker_embeddings``: each speaker's
-        voice for matching speakers across files (cosine similarity, README "Named speakers")."""
+        voice for matching speakers across files (cosine similarity, docs/voices.md)."""
         answer: dict[str, Any] = {"diarization": [turn.to_dict() for turn in found.timeline]}
         if config.known_speakers:
             answer["known_speakers"] = [

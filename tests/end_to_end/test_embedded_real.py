@@ -239,7 +239,7 @@ def test_the_readme_library_example_runs_as_written(handler, monkeypatch, capsys
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (running the README example is the test)
+        exec(compile(code, "docs/quickstart.md", "exec"), {})  # noqa: S102 (running the docs' example is the test)
     finally:  # the example configures logging for its script; the rest of the suite keeps its own
         root.handlers[:], root.level = handlers, level
     printed = capsys.readouterr()
@@ -378,7 +378,7 @@ def test_the_openai_client_names_speakers_in_diarized_json(handler):
 
 
 def test_the_readme_named_speakers_command_runs_as_written(handler):
-    """The README's ``--speaker`` command (on whisper-tiny.en, which the fixture has pulled): the lines carry the names."""
+    """The ``--speaker`` command of docs/voices.md (on whisper-tiny.en, which the fixture has pulled): the lines carry the names."""
     import os
     import re
     import shlex
