@@ -68,7 +68,8 @@ class ModelSettings(BaseSettings):
     diarization_model: str | None = Field(
         default=None,
         description="pyannote pipeline: an embedded name, a Hub id (e.g. `pyannote/speaker-diarization-community-1`) or a local "
-        "directory with `config.yaml`; `none` turns diarization off. The CLI and server default to the embedded `pyannote-campplus`.",
+        "directory with `config.yaml`; `none` turns diarization off. The CLI and server default to the embedded "
+        "`pyannote-campplus`.",
     )
     hf_token: SecretStr | None = Field(
         default=None,
@@ -82,11 +83,15 @@ class ModelSettings(BaseSettings):
         "`float32` is the plain reference.",
     )
     speech_gate: bool = Field(
-        default=True, description="Skip Whisper on audio without speech (Silero VAD, whose weights ship in its wheel): Whisper hallucinates there."
+        default=True,
+        description="Skip Whisper on audio without speech (Silero VAD, whose weights ship in its wheel): Whisper "
+        "hallucinates there.",
     )
     # Longer audio is refused before it is decoded in full: 3 h of 16 kHz float32 is 0.7 GB.
     max_audio_seconds: float = Field(
-        default=3 * 3600, gt=0, description="Longer audio is refused before it is decoded in full (400 on Endpoints, 413 on the server)."
+        default=3 * 3600,
+        gt=0,
+        description="Longer audio is refused before it is decoded in full (400 on Endpoints, 413 on the server).",
     )
     # Speculative decoding wins while one window is decoded alone, batching wins on long audio.
     assisted_max_seconds: float = Field(
@@ -94,7 +99,8 @@ class ModelSettings(BaseSettings):
     )
     warmup: bool = Field(
         default=True,
-        description="Transcribe a second of quiet at start-up (each decoding path once), so the first request is not the slow one.",
+        description="Transcribe a second of quiet at start-up (each decoding path once), so the first request is not the slow "
+        "one.",
     )
     max_batch_items: int = Field(
         default=48,
@@ -191,14 +197,20 @@ class ServerSettings(BaseSettings):
     )
     # Slow clients: server/connection_guard.py and server/middleware.py (BodyReadTimeout).
     header_timeout_s: float = Field(
-        default=10.0, gt=0, description="A request's headers must be complete this long after its first byte; 408 and close otherwise."
+        default=10.0,
+        gt=0,
+        description="A request's headers must be complete this long after its first byte; 408 and close otherwise.",
     )
     body_idle_timeout_s: float = Field(
         default=30.0, gt=0, description="A body may pause at most this long between chunks; 408 and close otherwise."
     )
-    body_timeout_s: float = Field(default=600.0, gt=0, description="A body may take at most this long in all; 408 and close otherwise.")
+    body_timeout_s: float = Field(
+        default=600.0, gt=0, description="A body may take at most this long in all; 408 and close otherwise."
+    )
     max_connections: int = Field(
-        default=256, ge=1, description="Open connections; one more is answered 503 (with `Retry-After`) and closed before anything is read."
+        default=256,
+        ge=1,
+        description="Open connections; one more is answered 503 (with `Retry-After`) and closed before anything is read.",
     )
     write_timeout_s: float = Field(
         default=30.0,
@@ -218,7 +230,9 @@ class ServerSettings(BaseSettings):
         default=60.0, gt=0, description="A live session that sends no audio for this long is closed (`session_idle`)."
     )
     live_max_session_s: float = Field(
-        default=4 * 3600.0, gt=0, description="A live session older than this finishes its open turn and is closed (`session_expired`)."
+        default=4 * 3600.0,
+        gt=0,
+        description="A live session older than this finishes its open turn and is closed (`session_expired`).",
     )
     live_max_frame_kb: int = Field(
         default=1024, ge=16, le=16 * 1024, description="The largest WebSocket frame; a bigger one closes that session with 1009."
@@ -234,8 +248,8 @@ class ServerSettings(BaseSettings):
         default=None,
         ge=0,
         le=10,
-        description="Audio after a stopped live turn that its final decode hears while the session is the only one open; 0 decodes "
-        "a turn as soon as it stops. `auto` (unset): 3 where Whisper's encoder is fast, 0 on a CPU without bfloat16.",
+        description="Audio after a stopped live turn that its final decode hears while the session is the only one open; "
+        "0 decodes a turn as soon as it stops. `auto` (unset): 3 where Whisper's encoder is fast, 0 on a CPU without bfloat16.",
     )
 
     @field_validator("live_max_sessions", "live_lookahead_s", mode="before")
