@@ -1,14 +1,10 @@
 """Speaker-attributed transcription: Whisper (+ an assistant for speculative decoding) and
 pyannote diarization, merged word by word, behind Inference Endpoints, a server, a CLI.
 
-The folders are the architecture, from the bottom up: ``config`` and ``errors`` (settings,
-request parameters, error types); ``models/`` (the embedded model registry, converters, the
-CPU fast path, the pyannote/CAM++ assembly); ``pipeline/`` (the stages and the orchestrator,
-``pipeline.transcriber.Transcriber``, that runs them); ``output/`` (writers and the plot);
-``server/`` (the app, a router per API surface, guards); ``batch/`` (the corpus job on Ray
-Data); ``cli/`` (the console command);
-``evaluation/`` (the harness and its scores). Nothing imports upward, and importing a module
-loads torch only where the module itself needs it.
+The folders are the architecture, from the bottom up (docs/design.md, Layout): ``config`` and
+``errors``; ``models/``; ``pipeline/`` with the orchestrator ``pipeline.transcriber.Transcriber``;
+``live/``; ``output/``; ``server/``; ``batch/``; ``cli/``; ``evaluation/``. Nothing imports upward,
+and importing a module loads torch only where the module itself needs it.
 
     from speaker_transcripts import ModelSettings, Transcriber
 
@@ -31,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["ModelSettings", "Transcriber", "__version__"]
 
 # OpenMP's default (active) wait policy spins idle threads for a while before they sleep: with
-# another process on the same cores, pyannote and torch ran 10-15x slower (bench/busy_machine.py).
+# another process on the same cores, pyannote and torch ran 10-15x slower (bench/speed/busy_machine.py).
 # libgomp reads the policy once, when torch loads it, so it is set here, before any module of the
 # package imports torch; a policy the user set is kept, and a process that loaded torch first keeps its own.
 if "torch" not in sys.modules:

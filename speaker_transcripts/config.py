@@ -55,27 +55,70 @@ class ModelSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
 
-    asr_model: str = DEFAULT_ASR_MODEL
-    assistant_model: str | None = None
-    diarization_model: str | None = None
-    hf_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HF_TOKEN", "hf_token"))
-    device: str = "auto"
-    dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
-    speech_gate: bool = True  # skip Whisper on audio without speech (it hallucinates there)
+    asr_model: str = Field(
+        default=DEFAULT_ASR_MODEL,
+        description="Whisper model: an embedded name, a Hub id or a local directory. The handler's default is the repository's "
+        "own checkpoint, else `openai/whisper-large-v3`; the CLI and server default to the embedded `whisper-base`.",
+    )
+    assistant_model: str | None = Field(
+        default=None,
+        description="Draft model for speculative decoding, with Whisper's vocabulary: a full Whisper "
+        "(e.g. `distil-whisper/distil-large-v3`) or a decoder-only `WhisperForCausalLM`.",
+    )
+    diarization_model: str | None = Field(
+        default=None,
+        description="pyannote pipeline: an embedded name, a Hub id (e.g. `pyannote/speaker-diarization-community-1`) or a local "
+        "directory with `config.yaml`; `none` turns diarization off. The CLI and server default to the embedded "
+        "`pyannote-campplus`.",
+    )
+    hf_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("HF_TOKEN", "hf_token"),
+        description="Token for gated or private Hub models; never logged or returned.",
+    )
+    device: str = Field(default="auto", description="`auto`: the first CUDA GPU if any, else the CPU; or e.g. `cpu`, `cuda:1`.")
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
+        default="auto",
+        description="`auto`: float16 on CUDA; on a CPU the fast path (int8 decoder, bfloat16 encoder where the CPU has it). "
+        "`float32` is the plain reference.",
+    )
+    speech_gate: bool = Field(
+        default=True,
+        description="Skip Whisper on audio without speech (Silero VAD, whose weights ship in its wheel): Whisper "
+        "hallucinates there.",
+    )
     # Longer audio is refused before it is decoded in full: 3 h of 16 kHz float32 is 0.7 GB.
-    max_audio_seconds: float = Field(default=3 * 3600, gt=0)
-    # assisted="auto" drafts with the assistant up to this duration, and decodes batched beyond it:
-    # speculative decoding wins while one window is decoded alone, batching wins on long audio.
-    assisted_max_seconds: float = Field(default=30.0, ge=0)
-    warmup: bool = True  # one tiny transcription at start-up, so the first request is not the slow one
-    # Sequences decoded at once (batch_size x num_beams), word-timestamp ones counting
-    # WORD_ALIGNMENT_COST each: the bound on one request's memory (see bounded_work).
-    max_batch_items: int = Field(default=48, ge=1, le=4096)
-    # A voice library (speaker-transcripts speakers add): its people are named in every diarized request.
-    known_speakers_dir: Path | None = None
+    max_audio_seconds: float = Field(
+        default=3 * 3600,
+        gt=0,
+        description="Longer audio is refused before it is decoded in full (400 on Endpoints, 413 on the server).",
+    )
+    # Speculative decoding wins while one window is decoded alone, batching wins on long audio.
+    assisted_max_seconds: float = Field(
+        default=30.0, ge=0, description="`assisted: auto` considers the assistant only up to this duration; 0 disables it."
+    )
+    warmup: bool = Field(
+        default=True,
+        description="Transcribe a second of quiet at start-up (each decoding path once), so the first request is not the slow "
+        "one.",
+    )
+    max_batch_items: int = Field(
+        default=48,
+        ge=1,
+        le=4096,
+        description="Sequences decoded at once (`batch_size` x `num_beams`, a word-timestamp sequence counting "
+        "`WORD_ALIGNMENT_COST`, 4): bounds one request's memory by lowering the batch, never the beams.",
+    )
+    known_speakers_dir: Path | None = Field(
+        default=None,
+        description="A voice library (`speaker-transcripts speakers add`): its people are named in every diarized request.",
+    )
     max_voices: int = Field(
-        default=1000, ge=1, le=100_000,
-        description="people a voice library may hold: every diarized request compares its speakers with each of them",
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="People a voice library may hold: every diarized request compares its speakers with each of them; "
+        "enrolling one more is refused.",
     )
 
     @field_validator("assistant_model", "diarization_model", "hf_token", "known_speakers_dir", mode="before")
@@ -141,59 +184,104 @@ class ServerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", hide_input_in_errors=True)
 
-    api_key: SecretStr | None = None  # when set, inference routes need "Authorization: Bearer <key>"
-    max_upload_mb: float = Field(default=100.0, gt=0)  # request body size, base64 included (413)
-    max_queue: int = Field(default=16, ge=0)  # requests waiting behind the running one (503 beyond)
-    # Audio (bodies, parsed arrays, clips) the requests in progress or queued may hold in all; 503 beyond,
-    # though a request finding nothing admitted is always taken. Bounds the queue's memory by size, not count.
-    max_queued_mb: float = Field(default=300.0, gt=0)
-    request_timeout_s: float | None = Field(default=None, gt=0)  # unset: a request may take as long as it needs
-    # Slow clients (server/connection_guard.py, server/middleware.py BodyReadTimeout): 408 for headers not done within
-    # HEADER_TIMEOUT_S, a body pausing over BODY_IDLE_TIMEOUT_S or lasting over BODY_TIMEOUT_S;
-    # 503 for connections beyond MAX_CONNECTIONS.
-    header_timeout_s: float = Field(default=10.0, gt=0)
-    body_idle_timeout_s: float = Field(default=30.0, gt=0)
-    body_timeout_s: float = Field(default=600.0, gt=0)
+    api_key: SecretStr | None = Field(
+        default=None,
+        description="When set, inference routes, `/v1/models` and `/metrics` need `Authorization: Bearer <key>` (401 otherwise); "
+        "health, readiness and docs stay open.",
+    )
+    max_upload_mb: float = Field(default=100.0, gt=0, description="Request body limit, base64 included (413).")
+    max_queue: int = Field(
+        default=16, ge=0, description="Requests waiting behind the running one; beyond that 503 with `Retry-After`."
+    )
+    max_queued_mb: float = Field(
+        default=300.0,
+        gt=0,
+        description="Audio (bodies, parsed arrays, clips) the requests in progress, queued or uploading may hold in all; 503 "
+        "beyond, though a request finding nothing admitted is always taken. Bounds the queue's memory by size, not count.",
+    )
+    request_timeout_s: float | None = Field(
+        default=None, gt=0, description="Answer 504 after this long and stop the work at its next decoder step; unset: no limit."
+    )
+    # Slow clients: server/connection_guard.py and server/middleware.py (BodyReadTimeout).
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A request's headers must be complete this long after its first byte; 408 and close otherwise.",
+    )
+    body_idle_timeout_s: float = Field(
+        default=30.0, gt=0, description="A body may pause at most this long between chunks; 408 and close otherwise."
+    )
+    body_timeout_s: float = Field(
+        default=600.0, gt=0, description="A body may take at most this long in all; 408 and close otherwise."
+    )
     body_min_rate_kb_s: float = Field(
-        default=8.0, ge=0, description="the average rate a request body must keep once BODY_IDLE_TIMEOUT_S has passed "
-        "(kB/s, 0: none), so a body dripping a byte now and then cannot hold its connection for BODY_TIMEOUT_S"
+        default=8.0,
+        ge=0,
+        description="The average rate a body must keep once `BODY_IDLE_TIMEOUT_S` has passed (kB/s; 0: none), so a body "
+        "dripping a byte now and then cannot hold its connection for `BODY_TIMEOUT_S`; 408 and close otherwise.",
     )
-    max_connections: int = Field(default=256, ge=1)
+    max_connections: int = Field(
+        default=256,
+        ge=1,
+        description="Open connections, counted from `accept` (a TLS handshake included); one more is answered 503 (with "
+        "`Retry-After`) and closed before anything is read.",
+    )
     max_connections_per_client: int = Field(
-        default=64, ge=1, description="open connections one client address may hold (503 beyond), so one client cannot fill MAX_CONNECTIONS"
+        default=64,
+        ge=1,
+        description="Open connections one client address may hold (503 beyond), so that one client cannot fill "
+        "`MAX_CONNECTIONS`.",
     )
-    # A client that stops reading its answer: its connection is dropped once writing to it has
-    # stalled this long (the answer, and the connection, are not held for it).
-    write_timeout_s: float = Field(default=30.0, gt=0)
+    write_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A client that stops reading its answer is dropped once writing to it has stalled this long.",
+    )
     allowed_hosts: str = Field(
         default="",
-        description="comma-separated host names this server answers to besides IP addresses, names of one label "
-        "(localhost, a machine's name) and this machine's name; '*': any. Checked when API_KEY is unset or this is set (a refused Host is 400: DNS rebinding)",
+        description="Comma-separated host names this server answers to besides IP addresses, names of one label (`localhost`, "
+        "a machine's name) and this machine's name; `*`: any. Checked when `API_KEY` is unset or this is set: another `Host` "
+        "is 400 (DNS rebinding).",
     )
     allowed_origins: str = Field(
         default="",
-        description="comma-separated origins (https://app.example) whose pages may send requests that change something "
-        "(POST, DELETE, a live session); any other origin is 403",
+        description="Comma-separated origins (`https://app.example`) whose pages may send requests that change something "
+        "(POST, DELETE, a live session); such a request from any other origin is 403.",
     )
-    # GET /metrics needs API_KEY like the inference routes, unless this says a scraper may read it without.
-    metrics_public: bool = False
-    # Live sessions (GET /v1/realtime, server/routers/realtime.py): how many at once, how long one may
-    # go without a client event and in all, the largest WebSocket frame, and the audio a session may
-    # have received but not yet processed before the server stops reading its socket.
-    # None ("auto", the default): chosen from the machine once Whisper is loaded (``live.capacity``): two where its
-    # encoder is fast (a GPU, or bfloat16 on a CPU that computes it natively), one on a CPU without (bench/live.py).
-    live_max_sessions: int | None = Field(default=None, ge=0, le=256)
-    live_idle_timeout_s: float = Field(default=60.0, gt=0)
-    live_max_session_s: float = Field(default=4 * 3600.0, gt=0)
-    live_max_frame_kb: int = Field(default=1024, ge=16, le=16 * 1024)
-    live_max_backlog_s: float = Field(default=30.0, gt=0, le=600)
-    # Audio after a stopped turn its final decode hears, in Whisper's whole window, while the session is the
-    # only one open (0: decoded at its end, as soon as it stops). Beside another session a turn is decoded at
-    # its end: on 2 cores two sessions with speakers have no time to spare for it. One session with speakers
-    # (bench/live.py, docs/performance.md round ten): final WER 11.5 -> 9.8 % (file path 8.8 %), word
-    # latency unchanged (the final decode waits for a pause), the turn's `completed` and segments ~3 s later.
-    # None ("auto", the default): 3 where Whisper's encoder is fast, 0 on a CPU without bfloat16 (``live.capacity``).
-    live_lookahead_s: float | None = Field(default=None, ge=0, le=10)
+    metrics_public: bool = Field(default=False, description="`true` lets a scraper read `/metrics` without `API_KEY`.")
+    # Live sessions: server/routers/realtime.py; the automatic choices: live/capacity.py (docs/performance.md, Live).
+    live_max_sessions: int | None = Field(
+        default=None,
+        ge=0,
+        le=256,
+        description="Live sessions at once. `auto` (unset): 2 where Whisper's encoder is fast (a GPU, or bfloat16 on a CPU that "
+        "computes it natively), 1 on a CPU without; one more is refused with `server_busy` and close code 1013.",
+    )
+    live_idle_timeout_s: float = Field(
+        default=60.0, gt=0, description="A live session that sends no audio for this long is closed (`session_idle`)."
+    )
+    live_max_session_s: float = Field(
+        default=4 * 3600.0,
+        gt=0,
+        description="A live session older than this finishes its open turn and is closed (`session_expired`).",
+    )
+    live_max_frame_kb: int = Field(
+        default=1024, ge=16, le=16 * 1024, description="The largest WebSocket frame; a bigger one closes that session with 1009."
+    )
+    live_max_backlog_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="Audio a live session has received but not yet processed; past it the server stops reading that socket "
+        "until the session catches up (the client is slowed by TCP, not dropped).",
+    )
+    live_lookahead_s: float | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="Audio after a stopped live turn that its final decode hears while the session is the only one open; "
+        "0 decodes a turn as soon as it stops. `auto` (unset): 3 where Whisper's encoder is fast, 0 on a CPU without bfloat16.",
+    )
 
     @field_validator("live_max_sessions", "live_lookahead_s", mode="before")
     @classmethod
@@ -519,7 +607,7 @@ WORD_ALIGNMENT_COST = 4
 # with AVX-512 BF16, fresh processes): batch 12 / 8 / 4 peaked 1,100 / 750 / 470 MB above the loaded models in
 # 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (a scratch probe; docs/performance.md, "Footprint, round eleven").
 WORD_TIMED_BATCH = 4
-# A beam costs about twice a batch item (bench/request_cost.py, whisper-tiny.en, word timestamps:
+# A beam costs about twice a batch item (bench/memory/request_cost.py, whisper-tiny.en, word timestamps:
 # 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
 BEAM_COST = 2
 
@@ -562,7 +650,7 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     then, when beams alone exceed the bound, the beams (always with a warning: the search differs).
     A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
 
-    Measured with whisper-tiny.en (``bench/request_cost.py``): 1-s pieces at batch 256 with word
+    Measured with whisper-tiny.en (``bench/memory/request_cost.py``): 1-s pieces at batch 256 with word
     timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
     on 120 s, 2.4 GB, 0.8 GB bounded. With word timestamps every decoder step keeps each beam's
     cross-attention, so 16 beams running to Whisper's 448 tokens held over 1 GB; each beam also

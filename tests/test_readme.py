@@ -14,18 +14,17 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
-from pathlib import Path
 
 import pytest
+from documentation import PAGES, ROOT, documented_text
 
 from speaker_transcripts.cli import SUBCOMMANDS
 
-ROOT = Path(__file__).resolve().parents[1]
 # The README first (its first command is the main one), then the docs/ pages it links to.
-README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+README = documented_text()
 COMMAND = re.compile(r"(?P<program>\S*speaker-transcripts) (?P<subcommand>[a-z-]+)(?P<rest>[^`\n]*)")
-BENCH_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>bench/[a-z_]+\.py)\b(?P<rest>[^`\n]*)")
-PARSED_BENCHES = {"bench/long_form.py": "bench.long_form", "bench/cpu_speed.py": "bench.cpu_speed"}
+BENCH_CALL = re.compile(r"(?P<python>\S*python3?) (?P<script>bench/[a-z_/]+\.py)\b(?P<rest>[^`\n]*)")
+PARSED_BENCHES = {"bench/speed/long_form.py": "bench.speed.long_form", "bench/speed/cpu_speed.py": "bench.speed.cpu_speed"}
 
 
 def shell_lines() -> list[str]:
@@ -166,7 +165,7 @@ def test_the_endpoint_examples_run_as_written(marker, server_url, speech_wav, tm
 
 def test_every_relative_link_in_the_readme_and_docs_leads_somewhere():
     """The README links its docs/ pages (and they it): a moved section must not leave a dead link."""
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for page in [*PAGES, ROOT / "CHANGELOG.md", ROOT / "bench" / "README.md"]:
         text = page.read_text()
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if target.startswith(("http://", "https://", "mailto:")):
@@ -176,7 +175,7 @@ def test_every_relative_link_in_the_readme_and_docs_leads_somewhere():
             assert linked.exists(), f"{page.name}: {target} does not exist"
             if anchor and linked.suffix == ".md":
                 body = linked.read_text()
-                headings = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+                headings = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-").strip("-")
                             for line in body.splitlines() if line.startswith("#")}
                 assert anchor in headings or f'id="{anchor}"' in body, f"{page.name}: no anchor #{anchor} in {linked.name}"
 

@@ -8,7 +8,7 @@ end); ``address="auto"`` or ``"ray://host:10001"`` joins an existing cluster, wh
 needs this package installed and the inputs readable (a shared folder or a bucket). Only names
 travel through Ray and each actor holds one file at a time, so memory and the number of tasks are
 bounded by the actors and ``MAX_BLOCKS``, not by the corpus (10,000 files: the first row after
-35 s, 12 processes, ``bench/batch_scaling.py``). A file the orchestrator refuses (undecodable, too long, ...) is a row with its error; a
+35 s, 12 processes, ``bench/batch/batch_scaling.py``). A file the orchestrator refuses (undecodable, too long, ...) is a row with its error; a
 file the job never reached is a row saying so: no input is silently dropped.
 """
 
@@ -230,7 +230,7 @@ def start_ray(options: BatchOptions) -> bool:
 
     A local instance listens on loopback only: Ray otherwise binds its services to the machine's network
     address, where anyone who reaches them can run code in the job (a cluster's nodes need that, and token
-    authentication, README "On a Ray cluster"; one machine's job does not). Ray reads its switch for this
+    authentication, docs/batch.md, "On a Ray cluster"; one machine's job does not). Ray reads its switch for this
     when it is first imported, which the command does here.
     """
     if not options.address:

@@ -1,21 +1,16 @@
 """The same person, one label across a corpus: each file's speakers (their voice embeddings, as the
 diarization pipeline found them) clustered across files into corpus speakers.
 
-Two speakers of one file are two people (the diarization already decided that), so a file's
-speakers are placed together, each in a different corpus speaker (cannot-link): an assignment
-problem (Hungarian method) between the file's speakers and the corpus speakers found so far, where
-"a new person" is worth the threshold. Files are placed in input order, then every file is placed
-again against the others' centroids until nothing moves (``passes``), which removes most of the
-dependence on the order. Memory and time grow with files x corpus speakers, never with files
-squared: 10,000 files of three speakers link in 8 s among 2,000 people and in 42 s among 15,000, in
-under 260 MB (``bench/corpus_linking.py --synthetic``).
+Two speakers of one file are two people, so a file's speakers are placed together, each in a
+different corpus speaker (cannot-link): an assignment (Hungarian method) between the file's speakers
+and the corpus speakers so far, where "a new person" is worth the threshold. Files are placed in input
+order, then placed again against the others' centroids until nothing moves (``passes``), which removes
+most of the dependence on order. Cost grows with files x corpus speakers, never files squared
+(docs/quality.md, Speakers across a corpus).
 
-A speaker the voice library (or a request's clip) named keeps its name as its corpus label; every
-file speaker of that name is one person, and two names are never merged. The others are labelled
-``PERSON_00``, ``PERSON_01``, ... in order of first appearance (input order), so the same rows
-give the same labels: a resumed job labels as an uninterrupted one would.
-
-Pure numpy and scipy: no model, no torch.
+A speaker the voice library named keeps its name as its label, and two names are never merged; the
+others are ``PERSON_00``, ``PERSON_01``, ... in order of first appearance, so a resumed job labels as
+an uninterrupted one would. Pure numpy and scipy: no model, no torch.
 """
 
 from __future__ import annotations
@@ -35,7 +30,7 @@ FORBIDDEN = -1e9  # an assignment that may not be made (a finite stand-in: the s
 
 @dataclass(frozen=True)
 class LinkingParameters:
-    """Hyper-parameters, chosen by ``bench/corpus_linking.py`` (docs/quality.md "Speakers across a corpus")."""
+    """Hyper-parameters, chosen by ``bench/batch/corpus_linking.py`` (docs/quality.md "Speakers across a corpus")."""
 
     # Cosine similarity between a file's speaker and a corpus speaker's centroid from which they are one person.
     # On the AMI excerpts the same participant in two excerpts scored 0.61-0.82 (where both excerpts held enough

@@ -1,30 +1,16 @@
 """The record of a batch job: one row per input file, appended as each file finishes, so a job
 that is killed loses at most the files in flight, and a rerun skips what is done.
 
-``results.jsonl`` in the output folder is the record itself: one JSON object a line, each line
-flushed and synced to disk before the next file is reported. A line cut short by a kill is
-dropped when the job is resumed; at the end the file is rewritten (atomically: a temporary file
-renamed over it) with the latest row of each input, in input order, and ``results.parquet`` is
-written the same way when asked for. Rows (the schema of both formats):
+``results.jsonl`` in the output folder is the record itself: one JSON object a line, each flushed
+and synced before the next file is reported. A line cut short by a kill is dropped on resume; at
+the end the file is rewritten atomically with the latest row of each input, in input order, and
+``results.parquet`` is written the same way when asked for. The row schema (path, size, mtime,
+duration, language, text, segments, decoding, warnings, speaker embeddings, models, seconds, error)
+is ``SCHEMA`` below and docs/batch.md, Rows.
 
-- ``path`` (string), ``size_bytes`` (int64), ``mtime_ns`` (int64): the input, as it was read;
-- ``duration`` (float64, seconds), ``language`` (string), ``text`` (string);
-- ``segments``: list of ``{speaker, start, end, text, corpus_speaker}`` (speaker null without
-  diarization; with ``task=diarize`` the speaker timeline, text empty; corpus_speaker: the
-  person's label across the whole job, see below);
-- ``decoding`` (string): the path that ran, ``"none"`` when no speech was found;
-- ``warnings``: list of strings;
-- ``speaker_embeddings``: list of ``{speaker, speech_seconds, embedding}`` (the file's voices, kept
-  so that a resumed job links its speakers again; null when not linking);
-- ``models``: ``{asr, assistant, diarization}`` as configured;
-- ``seconds`` (float64): time the file took in its worker;
-- ``error`` (string or null): the message the handler gives for a file it cannot transcribe.
-
-When the job links speakers (the default when diarizing), the final rewrite also fills each
-segment's ``corpus_speaker`` (``batch/linking.py``: the same person, the same label in every file)
-and writes ``speakers.json``, one entry per person: ``speaker``, ``files``, ``speech_seconds``,
-``example`` (``{path, start, end}``: a segment to listen to) and ``paths``. Linking runs on all
-the rows at the end, so a resumed job gives the labels an uninterrupted one would.
+When the job links speakers (the default when diarizing), the final rewrite fills each segment's
+``corpus_speaker`` (``batch/linking.py``) and writes ``speakers.json``, one entry per person. Linking
+runs on all the rows at the end, so a resumed job gives the labels an uninterrupted one would.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="write here instead of printing")
     parser.add_argument("--raw", action="store_true", help="send the file's bytes as audio/*, not base64 JSON")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the answer")
-    # intermixed: ``param=value`` pairs may come before or after the options, as the README writes them
+    # intermixed: ``param=value`` pairs may come before or after the options, as the docs write them (docs/endpoints.md)
     return parser.parse_intermixed_args(argv)
 
 

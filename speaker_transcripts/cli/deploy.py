@@ -1,18 +1,15 @@
 """Create or update the Inference Endpoint that runs this repository, in one command.
 
-    speaker-transcripts deploy --name speaker-transcripts --repository YOU/this-repo \\
-        --assistant-model distil-whisper/distil-large-v3 \\
+    speaker-transcripts deploy --name speaker-transcripts --repository YOU/this-repo \
+        --assistant-model distil-whisper/distil-large-v3 \
         --diarization-model pyannote/speaker-diarization-community-1
 
-Env vars such as ASR_MODEL or DIARIZATION_MODEL can only be given to an endpoint through the
-API (or the UI), so this is the programmatic path. The token (``--token``, ``HF_TOKEN`` or the
-one ``huggingface-cli login`` stored) authenticates the call and is handed to the endpoint as
-the *secret* ``HF_TOKEN`` (gated pyannote models need it), never as a plain env var.
-``--dry-run`` prints the exact request ``huggingface_hub`` would send, token redacted, and sends
-nothing. Defaults follow the blog: one NVIDIA A10G on AWS us-east-1, scale to zero after 15 min.
-
-The Inference Endpoints API base URL can be overridden with ``HF_INFERENCE_ENDPOINTS_API``
-(and the Hub's with ``HF_ENDPOINT``), e.g. for a staging API or a local stand-in in tests.
+Env vars such as ASR_MODEL can only reach an endpoint through the API (or the UI), so this is the
+programmatic path. The token (``--token``, ``HF_TOKEN`` or the stored login) authenticates the call and
+reaches the endpoint as the *secret* ``HF_TOKEN``, never as a plain env var. ``--dry-run`` prints the
+request ``huggingface_hub`` would send, token redacted. Defaults follow the blog (one A10G on AWS
+us-east-1, scale to zero after 15 min). ``HF_INFERENCE_ENDPOINTS_API`` (and ``HF_ENDPOINT``) point it at
+another API, e.g. the tests' local stand-in (docs/endpoints.md).
 """
 
 from __future__ import annotations

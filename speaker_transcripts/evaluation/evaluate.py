@@ -1,25 +1,14 @@
 """The evaluation harness: transcripts and speaker attribution scored on a manifest, through the
 real orchestrator (``speaker-transcripts evaluate``, ``cli/evaluate.py``, runs it).
 
-For every manifest entry this runs the handler twice (word-level and segment-level speaker
-attribution) and, once the handler has done every entry and is released, the bare transformers
-pipeline twice (word and segment timestamps) on the same 16 kHz samples with the same greedy
-settings, then reports:
-
-- WER after Whisper's English normalisation, handler vs bare pipeline (the bare pipeline decodes
-  in the chunked pipeline's windows; with ``--long-form chunked`` the handler does too, and equal
-  WER means nothing lost; the default ``vad`` decodes the speech it finds, ``bench/long_form.py``);
-- hypothesis word counts, handler vs bare pipeline;
-- with speaker turns (``--oracle-rttm`` feeds the reference RTTM through the handler's
-  diarization seam; ``--diarization-model`` runs pyannote): the share of reference words given
-  the right speaker, and cpWER (meeteval), for both attribution modes;
-- when a diarization model runs (models are Hub ids, folders or embedded names): DER
-  (pyannote.metrics, no collar and ±0.25 s, with its missed / false-alarm / confusion parts,
-  per file and over all files), the speakers found, and the seconds diarization and ASR each
-  take on the file alone (the handler runs them side by side);
-- seconds per handler run, so the cost of word-level attribution is visible.
-
-Results go to ``--out`` as ``results.json`` and ``results.md`` and the table is printed.
+For every manifest entry the handler runs twice (word-level and segment-level attribution) and,
+once it is released, the bare transformers pipeline twice (word and segment timestamps) on the same
+16 kHz samples with the same greedy settings. Reported: WER after Whisper's English normalisation
+and word counts, handler against bare pipeline; with speaker turns (``--oracle-rttm`` feeds the
+reference RTTM through the diarization seam, ``--diarization-model`` runs pyannote) the share of
+reference words given the right speaker and cpWER; with a diarization model, DER (no collar and
+±0.25 s, with its parts), the speakers found, and each stage's seconds; seconds per handler run.
+Results go to ``--out`` as ``results.json`` and ``results.md``; docs/quality.md shows them.
 """
 
 from __future__ import annotations

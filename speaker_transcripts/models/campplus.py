@@ -1,25 +1,16 @@
 """CAM++ speaker embeddings (3D-Speaker, Apache-2.0) behind pyannote's ``Model`` interface.
 
-The embedded diarization pipeline pairs pyannote's trained segmentation-3.0 with the trained
-CAM++ network ``campplus_cn_en_common.pt`` (192-d embeddings, 200k+ Chinese and English
-speakers). pyannote's ``SpeakerDiarization`` asks its embedding model for one embedding per
-(10-s chunk, local speaker), passing the chunk's waveform and that speaker's frame mask, so this
-class implements ``forward(waveforms, weights)`` around the network of ``campplus_network.py``
-(features, frame-level layers, statistics pooling, the dense embedding layer), which enrolment
-loads from the same checkpoint without pyannote.
+The embedded diarization pipeline pairs pyannote's segmentation-3.0 with the trained CAM++ network
+``campplus_cn_en_common.pt`` (192-d). pyannote asks its embedding model for one embedding per (10-s
+chunk, local speaker), passing the chunk and that speaker's frame mask, so this class implements
+``forward(waveforms, weights)`` around ``campplus_network.py``, which enrolment loads without pyannote.
 
-With a mask, the network runs on the samples under the mask, cut out and joined, rather than
-on the whole chunk with the mask applied at the pooling (what pyannote's own WeSpeaker model
-does): CAM++'s context-aware layers average over their whole input, so the other voices in the
-chunk leak into every speaker's embedding. On the AMI excerpts that leak cost a point of DER
-(README). Speakers with under half a second of their own fall back to masked pooling.
-
-Cost, which sets the pace of diarization on CPU: a local speaker with no
-frame at all (a third to a half of the pairs in a conversation) is answered without running the
-network, with exactly the embedding masked pooling gives it; and on CPUs with bfloat16
-instructions the frame-level network runs under bfloat16 autocast. Together 7.9 -> 4.2 s on the
-59-s conversation (ad-hoc before/after timing; ``bench/cpu_speed.py`` times the result); ``bench/tune_diarization.py --steps 0.25 --shipped`` gives the same DER on
-each of the 14 files with and without bfloat16.
+With a mask, the network runs on the samples under the mask, cut out and joined, not on the whole
+chunk with the mask applied at pooling (pyannote's WeSpeaker way): CAM++'s context-aware layers
+average over their whole input, so other voices would leak into every speaker's embedding (a point
+of DER on AMI). Speakers with under half a second of their own fall back to masked pooling. A local
+speaker with no frame is answered without running the network, and on CPUs with bfloat16 the
+frame-level network runs under bfloat16 autocast (docs/performance.md, CPU speed).
 """
 
 from __future__ import annotations

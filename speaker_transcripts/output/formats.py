@@ -1,20 +1,16 @@
 """Transcript writers shared by the server and the CLI: JSON, plain text, SRT and WebVTT.
 
-They take the handler's response (``chunks`` and, when diarized, ``speakers``) so every
-transport renders the same result the same way. The subtitle writers are small on purpose:
-SRT and WebVTT are simple, and the details that usually go wrong are pinned by tests here
-(hours past 99 minutes, millisecond rounding that never runs an end before its start,
-``None`` or negative times, blank text, and WebVTT's reserved ``&``, ``<``, ``>`` and ``-->``).
-Speaker labels appear as ``SPEAKER: text`` in SRT and text, and as WebVTT voice spans
-(``<v SPEAKER>text``), which players show or style.
+They take the handler's response (``chunks`` and, when diarized, ``speakers``) so every transport
+renders the same result the same way. The details that usually go wrong are pinned by tests here
+(hours past 99 minutes, rounding that never runs an end before its start, ``None`` or negative
+times, blank text, WebVTT's reserved ``&``, ``<``, ``>`` and ``-->``). Speakers appear as ``SPEAKER:
+text`` in SRT and text, and as WebVTT voice spans (``<v SPEAKER>text``).
 
-Subtitles follow the usual broadcast rules (``SubtitleRules``): at most two lines of 42
-characters, at most 7 s on screen, at least 0.8 s where the next cue leaves room, and a new cue
-for a new speaker. Cues are laid out from word times when the response has them; a longer
-segment is otherwise split at word boundaries with times shared out by characters, which is
-exact at the segment's ends and approximate inside it (``config.timed_by_words`` has diarized
-requests, which compute word times anyway, keep them for subtitles). Plain text reads as prose: one line per
-sentence segment, or one paragraph per speaker turn when diarized.
+Subtitles follow the usual broadcast rules (``SubtitleRules``: two lines of 42 characters, 7 s at
+most, 0.8 s at least where the next cue leaves room, a new cue for a new speaker). Cues are laid out
+from word times when the response has them (diarized requests always do, ``config.timed_by_words``);
+otherwise a long segment is split at word boundaries with its time shared out by characters. Plain
+text reads as prose: a line per sentence, or a paragraph per speaker turn when diarized.
 """
 
 from __future__ import annotations

@@ -4,15 +4,13 @@ Uses the transformers ASR pipeline with an optional assistant model for speculat
 Long audio is decoded as speech-aligned pieces in batches (``long_form.py``), or, on request,
 by the pipeline's own chunked long-form decoding.
 
-Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (checked on
-5.24) drafts through ``WhisperForConditionalGeneration.generate``, which re-sets
-``begin_index`` on the logits processors it shares with the main model. The main model's
-timestamp rules then look at an empty "generated so far" and stop enforcing pairing and
-monotonic timestamps while verifying drafts, so assisted output differs from greedy (and on
-real weights can loop for thousands of rounds). Drafting through the generic
-``GenerationMixin.generate`` leaves the shared processors alone, and assisted output is
-token-identical to greedy with and without timestamps (``tests/pipeline/test_asr.py`` proves it).
-A decoder-only ``WhisperForCausalLM`` assistant already drafts that way.
+Why ``DraftWhisper`` exists: with a full encoder-decoder assistant, transformers (5.24) drafts
+through ``WhisperForConditionalGeneration.generate``, which re-sets ``begin_index`` on the logits
+processors it shares with the main model, so the main model's timestamp rules stop holding while
+verifying drafts and assisted output differs from greedy (and can loop). Drafting through the generic
+``GenerationMixin.generate`` leaves the shared processors alone: assisted output is token-identical
+to greedy, timestamps included (``tests/pipeline/test_asr.py``). A ``WhisperForCausalLM`` assistant
+already drafts that way.
 """
 
 from __future__ import annotations
@@ -111,7 +109,7 @@ def without_attention_maps(_module: torch.nn.Module, args: tuple, kwargs: dict[s
     encoder then keeps its self-attention maps too: layers x heads x 1500 x 1500 floats per piece
     (216 MB per 30-s piece for whisper-tiny.en, 432 MB for base, gigabytes for large), though word
     alignment reads only the decoder's cross-attention. Measured with tiny.en
-    (``bench/request_cost.py``, "defaults + word timestamps, 10 s", one piece): 240 MB above the
+    (``bench/memory/request_cost.py``, "defaults + word timestamps, 10 s", one piece): 240 MB above the
     idle server with them, 85 MB without; same text."""
     return args, {**kwargs, "output_attentions": False}
 
@@ -234,7 +232,7 @@ class SpeechRecognizer:
         # On the CPU the decoding loop runs on one thread and its large products on every core: a step is
         # otherwise many small products, each of which paid a sleeping OpenMP thread's wake-up on two (the
         # passive policy, cpu_threads.py). whisper-base, 2 cores, ms a step for 2 / 8 / 24 rows: 25.8 / 45.2 /
-        # 120.7 with the loop on two threads, 20.5 / 43.9 / 111.1 on one (bench/decoder_threads.py); one thread
+        # 120.7 with the loop on two threads, 20.5 / 43.9 / 111.1 on one (git show e599421:bench/decoder_threads.py); one thread
         # also leaves the other core to the diarization running beside it.
         self.loop_threads = 1 if self.device == "cpu" else self.threads
         if self.loop_threads != self.threads:

@@ -4,7 +4,7 @@ A voice embedding depends on the channel as much as on the voice: a reader enrol
 clip scored 0.22 against their own voice on a telephone copy of the recording (0.73 on the
 original), below an impostor's reach, so nobody could be named. Embedding the clip through the
 recording's band (telephone: 300-3,400 Hz) brings the two onto equal terms (0.55 and 0.77 for the
-two readers, ``bench/enrolment_channels.py``). The estimate and the filter are plain numpy and
+two readers, ``bench/quality/enrolment_channels.py``). The estimate and the filter are plain numpy and
 scipy: testable without torch.
 """
 

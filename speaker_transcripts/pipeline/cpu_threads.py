@@ -1,18 +1,15 @@
 """How many CPU threads torch uses for one stage, without changing it for the others.
 
-The small models (Silero's speech gate, pyannote's segmentation, CAM++ embeddings) run many
-short operations, and OpenMP threads that sleep between operations (the passive wait policy
-the package sets, see ``speaker_transcripts/__init__.py``) pay a wake-up on each: on 2 cores a
-10-s CAM++ embedding took 0.47-0.61 s on two threads and 0.31 s on one, and diarizing a 10-min
-file 153 s on two and 65 s on one (both measured idle; on one thread, 0.32 s beside a busy
-process too). On one thread such a stage also leaves the other core to Whisper, which runs beside it.
-Whisper's decoding loop is such a stage too; its large products (the encoder, the cross-attention, the
-vocabulary projection: ``asr._large_products``) are not, and run on every core inside it.
+The small models (Silero's speech gate, pyannote's segmentation, CAM++ embeddings) run many short
+operations, and OpenMP threads that sleep between operations (the passive wait policy the package
+sets, ``speaker_transcripts/__init__.py``) pay a wake-up on each, so those stages run faster on one
+thread (diarizing a 10-min file: 2.4x; docs/performance.md, Busy machines) and leave the other core
+to Whisper beside them. Whisper's decoding loop is such a stage too; its large products (the encoder,
+the cross-attention, the vocabulary projection: ``asr._large_products``) run on every core inside it.
 
-torch keeps the count per OS thread once a thread has used it, but a thread that first uses
-torch later starts from the last count set anywhere. So the count is restored on leaving, and
-the parts that want every core (Whisper's large products) state their own count rather than
-trusting what a new thread inherited.
+torch keeps the count per OS thread once a thread has used it, but a thread that first uses torch
+later starts from the last count set anywhere. So the count is restored on leaving, and the parts
+that want every core state their own count rather than trusting what a new thread inherited.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """Speaker diarization: load pyannote, run it on decoded audio, merge its turns with ASR text.
 
-The diarization step is a seam. The handler's ``diarization_pipeline`` may be any callable
-with pyannote's signature::
+The diarization step is a seam: the handler's ``diarization_pipeline`` may be any callable with
+pyannote's signature, ``pipeline({"waveform": (1, n) float tensor, "sample_rate": 16000},
+num_speakers=..., min_speakers=..., max_speakers=...)`` (only the hints sent), returning an
+``Annotation`` or pyannote 4's ``DiarizeOutput``; tests and the evaluation harness plug reference
+turns in through it. It gives a ``Diarization``: the turns one speaker at a time (for attributing
+words), the timeline with overlaps kept, and each speaker's embedding when the pipeline has them.
 
-    pipeline({"waveform": (1, n) float tensor, "sample_rate": 16000},
-             num_speakers=..., min_speakers=..., max_speakers=...)  # only the hints sent
-
-returning a ``pyannote.core.Annotation`` or pyannote 4's ``DiarizeOutput``. Tests and the
-evaluation harness plug reference turns in through it. What comes back is a ``Diarization``:
-the turns one speaker at a time (for attributing words), the timeline with overlaps kept (who
-spoke when), and each speaker's embedding when the pipeline computes them (pyannote does).
-
-The merge (``assign_speakers``) improves on the blog's: that one gives each ASR chunk to the
-turn whose *end* is nearest and silently drops chunks after the last turn. Here each chunk
-goes to the speaker it overlaps most in time (nearest speaker when it overlaps none), chunks
-are never dropped or duplicated, and neighbouring chunks of one speaker are joined into
-sentence-sized segments. With
-word-level chunks this splits text exactly where the speaker changes.
+The merge improves on the blog's, which gave each chunk to the turn whose *end* is nearest and
+dropped chunks after the last turn: here each chunk (``assign_speakers``) or word (``word_speakers``,
+read as a sequence) goes to the speaker it overlaps most, nothing is dropped or repeated, and
+neighbouring chunks of one speaker join into sentence-sized segments (docs/design.md). The root's
+``diarization_utils.py`` exposes these under the blog's names.
 """
 
 from __future__ import annotations

@@ -1,20 +1,16 @@
 """Handing memory the process does not use back to the system: freed heap (glibc ``malloc_trim``)
 and, on a machine with no GPU, the pages of torch's CUDA libraries.
 
-glibc keeps the memory a process frees inside its heap for the next allocation, and only gives
-back what lies at the heap's top. Requests free large, differently sized buffers (a batch's
-activations, a chunk's features), so what they leave behind stays resident: the next heavy
-request then peaks on top of the last one's leftovers, and a long request piles up the leftovers
-of its own earlier batches. Trimming costs about 15 ms (measured on a 1.5-GB process); nothing is
-trimmed where the C library is not glibc (macOS, musl).
+glibc keeps freed memory inside its heap and gives back only what lies at its top. Requests free
+large, differently sized buffers, so what they leave stays resident and the next heavy request peaks
+on top of it; trimming during a request (every ``TRIM_EVERY_S``) hands it back for about 20 ms a trim.
+Nothing is trimmed where the C library is not glibc (macOS, musl).
 
-PyPI's torch for x86_64 Linux is its CUDA build: ``libtorch_cuda.so`` needs cuBLAS, NVRTC,
-nvJitLink and the rest, so loading torch reads about 145 MB of their code into the process even
-where no GPU exists (measured: ``import torch`` 520 -> 377 MB resident once they are paged out).
-Those pages are clean copies of the files; the kernel would drop them under pressure, but until
-then they count as the process's resident memory, which is what a container's limit, a monitor
-and a person see. Where no GPU device exists nothing can ever run them, so they are handed back
-(``madvise(MADV_PAGEOUT)``, Linux 5.4+); a page touched again is read back from the file.
+PyPI's torch for x86_64 Linux is its CUDA build: loading it reads about 145 MB of CUDA library code
+into the process even where no GPU exists. Those pages are clean copies of files, but they count as
+the process's resident memory until the kernel needs them; where no GPU device exists nothing can
+run them, so they are handed back (``madvise(MADV_PAGEOUT)``, Linux 5.4+). The figures:
+docs/performance.md, Memory.
 """
 
 from __future__ import annotations
@@ -56,7 +52,7 @@ def trimmed_every(every_s: float = TRIM_EVERY_S) -> Iterator[None]:
     1.92-1.94 GiB with a trim every 2 s against 1.98-2.39 with pyannote's hook trimming every
     10 s. Every second rather than every 2 s took a 3-h request on the float32 layout of a CPU
     without bfloat16 from 2.40 to 2.30 GiB, under 2.5 GB, for 0.6 s more trimming per 30 min of
-    audio (``bench/long_recording.py``; docs/performance.md, "Footprint, round fourteen")."""
+    audio (``bench/memory/long_recording.py``; docs/performance.md, "Footprint, round fourteen")."""
     stop = threading.Event()
 
     def trim_until_stopped() -> None:

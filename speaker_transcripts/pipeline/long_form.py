@@ -1,16 +1,14 @@
 """Speech-aligned long-form decoding: which stretches of a file Whisper decodes, and how their
 transcripts go back on the file's clock.
 
-Whisper sees 30 s at a time. The transformers chunked pipeline cuts the file into overlapping
-30-s windows wherever the clock says, decodes silence as if it were speech (where Whisper
-hallucinates) and stitches the windows' tokens back together, which merges Whisper's segments
-across windows: a 59-s stand-up came back as one 48-s segment. Here the voice activity
-detector's speech regions are packed into pieces of at most one window, cut only in the pauses
-between regions, and each piece is decoded on its own (in batches). Inside a piece a pause
-longer than ``MAX_PAUSE_S`` is cut to that, as faster-whisper's batched pipeline splices its
-speech, so a window holds speech rather than silence: the 10-min file of ``bench/long_form.py``
-(31 % silence) took 19 pieces when they kept their pauses whole, and takes 14. Silence is never
-decoded, Whisper's own segments survive, and times go back on the file's clock span by span.
+Whisper sees 30 s at a time. The transformers chunked pipeline cuts the file into overlapping 30-s
+windows wherever the clock says, decodes silence (where Whisper hallucinates) and merges Whisper's
+segments across windows. Here the voice activity detector's speech regions are packed into pieces of
+at most one window, cut only in pauses, and each piece is decoded on its own (in batches). Inside a
+piece a pause longer than ``MAX_PAUSE_S`` is cut to that, as faster-whisper's batched pipeline
+splices its speech, so a window holds speech rather than silence. Silence is never decoded, Whisper's
+own segments survive, and times go back on the file's clock span by span (docs/design.md; figures in
+docs/performance.md, Long form).
 
 Pure arithmetic on sample indices, without torch: the rules are tested directly.
 """

@@ -1,16 +1,13 @@
 """A second look at who spoke, from the transcript: a speaker whose phrases hold two voices is split.
 
-pyannote's segmentation looks at 10 s at a time and gives each 10-s chunk at most a few local
-speakers. When two people trade turns of a second or two, or a meeting participant answers in
-a few words, it can hear one voice where there are two: that chunk's embedding mixes both, and
-no clustering threshold separates what was never apart (docs/quality.md). The transcript knows
-better where one person's phrase begins and ends: a sentence, a pause. So each speaker's phrases
-(words of one speaker between sentence ends and pauses, at most ``PHRASE_MAX_S`` long) are
-embedded with the diarization's own model and cut in two by agglomerative clustering; when the
-two halves are further apart than the clustering threshold and each holds ``MIN_SIDE_S`` of
-speech, the smaller one is a different voice: it joins the speaker it sounds like, or becomes a
-new one. Measured on the dev conversations, the AMI excerpts, the quick conversations and one-voice
-recordings (``bench/turn_ends.py``, ``bench/speaker_count.py``; docs/quality.md).
+pyannote's segmentation gives each 10-s chunk at most a few local speakers; when two people trade
+turns of a second or two it can hear one voice where there are two, and no clustering threshold
+separates what one chunk embedding mixes. The transcript knows better where one person's phrase begins
+and ends. So each speaker's phrases (words between sentence ends and pauses, at most ``PHRASE_MAX_S``)
+are embedded with the diarization's own model and cut in two by agglomerative clustering; when the
+halves are further apart than the clustering threshold and each holds ``MIN_SIDE_S`` of speech, the
+smaller one joins the speaker it sounds like, or becomes a new one (docs/quality.md, "A second look
+from the transcript: the phrase check").
 
 Only phrases move, and with them the speaker turns under them (``moved``): the answer's timeline,
 turns, embeddings and words stay one story. Without word times, or a model to embed with, nothing

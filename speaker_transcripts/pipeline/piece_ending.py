@@ -1,19 +1,13 @@
 """Whisper writes each speech-aligned piece to its end in one pass, instead of two.
 
-transformers (5.24) decodes even a short input the way it decodes long audio: when Whisper opens
-a segment (a timestamp token right after the previous segment's closing one) and then ends its
-text, which is how it says "the next segment runs past the window", transformers seeks to that
-timestamp and decodes again from there with a fresh 30-s window: a second encoder pass for a
-second or two of audio. Both pieces of the 1-min dev conversation went so (at 28.1 and 27.0 s of
-29.4 and 28.6 s). But a piece never cuts speech: it ends in a pause (``long_form.py``), so there
-is nothing past the window to wait for. Where Whisper opens a segment more than
-``END_MARGIN_S`` before its piece's audio ends, ``FinishEachPiece`` takes end-of-text away, and
-Whisper writes there and then the segment the second pass would have written; transformers is
-told to make one pass (``force_unique_generate_call``).
-
-Measured with whisper-base (docs/performance.md, "Round two, fourth pass"): the 1-min dev conversation
-took 2 encoder passes instead of 4 with the same 147 words, the 10-min benchmark file 14 instead of 17
-with a WER of 8.2 % instead of 8.5 %; the dev files' WER is 7.5 % either way.
+transformers (5.24) decodes even a short input the way it decodes long audio: when Whisper opens a
+segment and then ends its text ("the next segment runs past the window"), transformers decodes again
+from that timestamp with a fresh 30-s window, a second encoder pass for a second or two of audio. A
+piece never cuts speech, though: it ends in a pause (``long_form.py``), so there is nothing past the
+window to wait for. Where Whisper opens a segment more than ``END_MARGIN_S`` before its piece's audio
+ends, ``FinishEachPiece`` takes end-of-text away, Whisper writes there the segment the second pass
+would have written, and transformers is told to make one pass (``force_unique_generate_call``).
+Fewer encoder passes, the same words or better (CHANGELOG.md, CPU speed, fourth pass).
 """
 
 from __future__ import annotations

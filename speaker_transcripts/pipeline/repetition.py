@@ -1,24 +1,17 @@
 """Whether a decoded piece repeats itself: the guard before its text is trusted.
 
-Whisper loops: it writes a sentence it already wrote, or a phrase over and over, when it is not
-allowed to stop or loses its place (a 10-min two-person file came back with a sentence said at
-117 s written again at 140 s; an AMI meeting excerpt with "It's the much more in it than it's the
-much more in it than he said yesterday"). Whisper's own decoder and faster-whisper check each
-window's text for this and decode it again when it fails: a gzip compression ratio over 2.4
-(text that repeats compresses well). That misses a single repeated sentence in 30 s of text, so
-a piece also fails when a run of ``MIN_REPEAT_WORDS`` words (case and punctuation aside) occurs
-twice in it. A real repetition fails too ("Go forward ten meters." read twice); that costs one
-more decode of the piece, whose result is then kept (``asr.SpeechRecognizer`` decodes it again
-with end-of-text allowed, and at rising temperatures while it still compresses like a loop).
+Whisper loops: it writes a sentence again, or a phrase over and over, when it cannot stop or loses
+its place. Whisper's own decoder and faster-whisper decode a window again when its text compresses too
+well (gzip ratio over 2.4). That misses a single repeated sentence in 30 s of text, so a piece also
+fails when a run of ``MIN_REPEAT_WORDS`` words (case and punctuation aside) occurs twice in it; a real
+repetition costs one more decode, whose result is then kept (``asr.SpeechRecognizer`` decodes again
+with end-of-text allowed, at rising temperatures while it still compresses like a loop).
 
-A live session's interim decode is not decoded again (``asr.SpeechRecognizer.transcribe(retry_loops=False)``):
-its buffer ends mid-speech, and there Whisper often writes the last word over and over to its token
-budget ("Morning. Morning. Morning. ..." on a 4-s buffer: 76 decoder steps for 16 tokens of text; 13 of
-193 interim decodes of the dev conversations, a sixth of their decoder steps). ``repeated_tail`` finds
-such a tail, both in the tokens while they are generated (``loop_ending.EndLoops`` ends the row there)
-and in the words decoded (the copies after the first are left out).
-
-Pure Python: tested without a model.
+A live session's interim decode is not decoded again: its buffer ends mid-speech, where Whisper often
+writes the last word over and over to its token budget. ``repeated_tail`` finds such a tail, in the
+tokens while they are generated (``loop_ending.EndLoops`` ends the row there) and in the words decoded
+(the copies after the first are left out). docs/quality.md, "Repeated text: the loop guard". Pure
+Python: tested without a model.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """When diarization's speaker count is in doubt, say so, so that a user who knows can pass it.
 
-Measured on the dev conversations, the 12 AMI excerpts and the quick conversations of
-``bench/quick_conversations.py`` (``bench/speaker_count.py``, docs/quality.md), one case that can be seen
-in what diarization returns carries many of the wrong counts: **one voice on a short recording**.
-pyannote's segmentation looks at 10 s at a time; when two people trade turns of a second or two it can
-hear one voice throughout, and no clustering threshold then separates them (a 26-s two-person exchange
-came out as one speaker; right with ``num_speakers=2``). One person talking alone looks the same to
-diarization; the transcript's phrase check tells them apart: the two halves of one person's phrases lie
-close (``ONE_VOICE_SPREAD``).
+One case that can be seen in what diarization returns carries many of the wrong counts: **one voice
+on a short recording**. When two people trade turns of a second or two, pyannote's 10-s segmentation
+can hear one voice throughout, and no clustering threshold separates them. One person talking alone
+looks the same to diarization; the transcript's phrase check tells them apart: the two halves of one
+person's phrases lie close (``ONE_VOICE_SPREAD``).
 
-Two voices whose centroids lie close are *not* questioned any more: measured on the same sets (5 December
-2026), the closest two voices of the right counts lay 0.09-0.59 apart as often as those of the wrong ones
-(7 right counts and 2 wrong ones under the 0.65 that warning used; a right count's voices as close as
-0.09), so it warned on right counts more than on wrong ones and told the reader nothing.
-
-Only counts diarization chose itself are questioned: with ``num_speakers`` given, there is no doubt.
+Two voices whose centroids lie close are not questioned: that distance separated right counts from
+wrong ones no better than chance (docs/quality.md, "Why the count warning has only the one-voice
+rule"). Only counts diarization chose itself are questioned: with ``num_speakers`` given, there is no
+doubt.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from speaker_transcripts.pipeline.diarization import Turn
 
 SHORT_SPEECH_S = 60.0  # one voice in less speech than this is questioned (a few embeddings per voice at most)
 # One voice whose phrases' two halves (phrase_speakers.Checked.spread) lie closer than this is one person. Measured
-# (scratch replay of bench/speaker_count.py's sets, 4 December 2026): the 9 one-voice recordings 0.11-0.49 (two
+# (scratch replay of bench/quality/speaker_count.py's sets, 4 December 2026): the 9 one-voice recordings 0.11-0.49 (two
 # with too few phrases to tell), the quick exchanges heard as one voice 0.49 (0.493), 0.56, 0.78 (two too few).
 ONE_VOICE_SPREAD = 0.5
 COUNT_ADVICE = "pass num_speakers if you know how many people spoke"

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 # Cosine similarity a diarized speaker and an enrolment clip must reach to share a name.
-# Calibrated with bench/enrolment.py (docs/quality.md, "Named speakers"): clips of a speaker's
+# Calibrated with bench/quality/enrolment.py (docs/quality.md, "Named speakers"): clips of a speaker's
 # own voice scored 0.67-0.97 against them (real readers and meeting speakers, synthetic voices);
 # voices absent from the file at most 0.28 when real and 0.60 when synthetic (two espeak-ng
 # voices, one formant synthesiser). The threshold sits between: a wrong name is worse than none.
 NAMING_THRESHOLD = 0.62
 # On a telephone-band recording, with the clips embedded through the same band (pipeline/bandwidth.py), voices
-# score lower overall, their own as well as others': calibrated apart with bench/enrolment_channels.py. Through
+# score lower overall, their own as well as others': calibrated apart with bench/quality/enrolment_channels.py. Through
 # G.711, AMR-NB and 8-kbit/s Opus, clips of the person scored 0.36-0.80 (median 0.56), absent people at most 0.37.
 TELEPHONE_NAMING_THRESHOLD = 0.45
 MIN_REFERENCE_SPEECH_S = 1.0  # less speech than this embeds a voice too poorly to name anyone by

@@ -29,7 +29,7 @@ from speaker_transcripts.pipeline.samples import as_float32_tensor
 BLOCK_S = 30.0  # scan in Whisper-window-sized blocks; most speech is found in the first one
 MIN_SPEECH_MS = 250
 # Silero's default. Lower thresholds find more of the quiet far-field speech in the AMI meeting
-# excerpts (reference speech found: 80.8 % at 0.5, 86.9 % at 0.25; bench/vad_threshold.py), but
+# excerpts (reference speech found: 80.8 % at 0.5, 86.9 % at 0.25; bench/quality/vad_threshold.py), but
 # the transcripts did not gain from it: at 0.25 the dev conversations' WER rose from 8.4 % to 9.8 %
 # (29 errors against 25 on 296 words) and the meetings gave about as many words as at 0.5.
 SPEECH_THRESHOLD = 0.5

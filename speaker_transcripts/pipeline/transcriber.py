@@ -1,18 +1,14 @@
 """The orchestrator: audio in, speaker-attributed transcript out, on models loaded once.
 
-Every surface runs this one object: the Inference Endpoints entry (``handler.py`` at the
-repository root), the server, the CLI, the evaluation harness and the benchmarks. A request is
-the Endpoints payload::
-
-    {"inputs": <base64 str | raw bytes | {"array": [...], "sampling_rate": n}>,
-     "parameters": {"task": "transcribe", "language": "en", "num_speakers": 2, ...}}
-
-and the answer is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``,
-plus ``diarization`` (the speaker timeline, overlaps kept) when diarized and ``speaker_embeddings``
-when asked for.
-The stages run in order: decode the audio, find the speech (Silero), cut it into pieces, decode
-them with Whisper while pyannote diarizes beside it, then attribute words to speakers. A request
-the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints answers 400).
+Every surface runs this one object: the Inference Endpoints entry (``handler.py``), the server, the
+CLI, the evaluation harness and the benchmarks. A request is the Endpoints payload
+``{"inputs": <base64 | raw bytes | {"array", "sampling_rate"}>, "parameters": {...}}`` and the answer
+is ``{"text", "chunks", "speakers", "language", "duration", "decoding", "warnings"}``, plus
+``diarization`` (the speaker timeline, overlaps kept) when diarized and ``speaker_embeddings`` when
+asked for (docs/api.md). The stages run in order: decode the audio, find the speech (Silero), cut it
+into pieces, decode them with Whisper while pyannote diarizes beside it, then attribute words to
+speakers. A request the client can fix raises ``InvalidRequestError`` (a ``ValueError``: Endpoints
+answers 400).
 """
 
 from __future__ import annotations
@@ -202,7 +198,7 @@ class Transcriber:
         bounded = bounded_work(asr_config, self.settings.max_batch_items)
         asr_config, warnings = bounded.config, warnings + bounded.warnings
         # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
-        # 52.9 s overlapped against 59.0 s one after the other (bench/diarization_overlap.py).
+        # 52.9 s overlapped against 59.0 s one after the other (bench/speed/diarization_overlap.py).
         # Diarization stops at its next step when the request is abandoned or ASR has failed.
         asr_failed = threading.Event()
         diarization = (
@@ -257,7 +253,7 @@ class Transcriber:
         """``diarization``, the speaker timeline as found (several speakers at once where they
         overlap); with known speakers, how each clip fared (``known_speakers``: the closest
         similarity, whether it named a voice); when asked, ``speaker_embeddings``: each speaker's
-        voice for matching speakers across files (cosine similarity, README "Named speakers")."""
+        voice for matching speakers across files (cosine similarity, docs/voices.md)."""
         answer: dict[str, Any] = {"diarization": [turn.to_dict() for turn in found.timeline]}
         if config.known_speakers:
             answer["known_speakers"] = [

@@ -1,4 +1,4 @@
-"""The batch command on a real multi-node Ray cluster on this machine, as README "On a Ray cluster" runs
+"""The batch command on a real multi-node Ray cluster on this machine, as docs/batch.md "On a Ray cluster" runs
 it: a head node and a worker node with resources of its own (``ray start``, loopback only, token
 authentication), the job submitted with ``--address``. Its rows, ``corpus_speaker`` labels and
 ``speakers.json`` equal a local run's; with the worker node killed mid-job, the job ends or its rerun
@@ -172,7 +172,7 @@ def test_a_job_on_a_two_node_cluster_equals_a_local_run_and_survives_a_lost_node
     killed = cluster.kill_worker_node()
     assert killed >= 2, "the raylet and its actor"
     status, log = finished(job)
-    if status != 0:  # what README promises: the same command again finishes the job
+    if status != 0:  # what docs/batch.md promises: the same command again finishes the job
         cluster.start_worker_node()
         status, log = finished(batch(corpus, out, "--address", cluster.address, environment=cluster.environment))
         assert status == 0, log[-3000:]

@@ -99,7 +99,7 @@ def test_a_generated_label_never_takes_a_library_name():
 
 def test_thousands_of_files_link_right():
     """10,000 files of three speakers from 2,000 people, linked right (its speed is measured by
-    bench/corpus_linking.py --synthetic, not asserted here: a test never races the clock)."""
+    bench/batch/corpus_linking.py --synthetic, not asserted here: a test never races the clock)."""
     rng = np.random.default_rng(7)
     files = [list(rng.choice(2000, size=3, replace=False)) for _ in range(10_000)]
     items = corpus(files, voices(2000), seed=8)

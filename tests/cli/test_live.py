@@ -88,7 +88,7 @@ def test_mistakes_are_one_line_before_anything_loads(arguments, message, capsys)
     ("given", "url"),
     [
         ("localhost:8765", "ws://localhost:8765/v1/realtime?intent=transcription"),
-        ("http://host:8000/v1/realtime", "ws://host:8000/v1/realtime?intent=transcription"),  # the route's own URL, as the README shows it
+        ("http://host:8000/v1/realtime", "ws://host:8000/v1/realtime?intent=transcription"),  # the route's own URL, as docs/live.md shows it
         ("https://example.test/speech/", "wss://example.test/speech/v1/realtime?intent=transcription"),
         ("ws://[::1]:9000", "ws://[::1]:9000/v1/realtime?intent=transcription"),
     ],

@@ -223,11 +223,13 @@ def test_the_cli_on_real_models_prints_the_transcript_and_no_library_warnings(ha
 
 
 def test_the_readme_library_example_runs_as_written(handler, monkeypatch, capsys):
-    """The Layout section's Python example, on the embedded whisper-tiny.en (the environment
+    """The quick start's Python example (docs/quickstart.md, "As a library"), on the embedded whisper-tiny.en (the environment
     overrides ``ModelSettings.self_hosted()``'s whisper-base, as it does for every surface)."""
     import re
 
-    readme = (SAMPLE.parents[1] / "README.md").read_text()
+    from documentation import documented_text
+
+    readme = documented_text()  # the README and the docs pages, wherever the example is written
     (code,) = [block for block in re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL) if "Transcriber(" in block]
     monkeypatch.setenv("ASR_MODEL", "whisper-tiny.en")
     monkeypatch.setenv("DIARIZATION_MODEL", "pyannote-campplus")
@@ -237,7 +239,7 @@ def test_the_readme_library_example_runs_as_written(handler, monkeypatch, capsys
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (running the README example is the test)
+        exec(compile(code, "docs/quickstart.md", "exec"), {})  # noqa: S102 (running the docs' example is the test)
     finally:  # the example configures logging for its script; the rest of the suite keeps its own
         root.handlers[:], root.level = handlers, level
     printed = capsys.readouterr()
@@ -376,7 +378,7 @@ def test_the_openai_client_names_speakers_in_diarized_json(handler):
 
 
 def test_the_readme_named_speakers_command_runs_as_written(handler):
-    """The README's ``--speaker`` command (on whisper-tiny.en, which the fixture has pulled): the lines carry the names."""
+    """The ``--speaker`` command of docs/voices.md (on whisper-tiny.en, which the fixture has pulled): the lines carry the names."""
     import os
     import re
     import shlex
@@ -384,7 +386,9 @@ def test_the_readme_named_speakers_command_runs_as_written(handler):
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    readme = (root / "README.md").read_text()
+    from documentation import documented_text
+
+    readme = documented_text()
     (line,) = [line for line in re.findall(r"^\.venv/bin/speaker-transcripts transcribe .*--speaker .*$", readme, flags=re.MULTILINE)]
     arguments = shlex.split(line)[1:]
     completed = subprocess.run(

@@ -446,7 +446,7 @@ def test_freed_memory_goes_back_to_the_system_after_every_request(plain_handler,
 
 def test_what_loading_and_the_warm_up_freed_goes_back_to_the_system(tiny_models, monkeypatch):
     """An idle process kept the heap that loading freed: 1,383 MB resident after loading whisper-base
-    against 1,290 MB trimmed (bench/memory.py); and the CUDA libraries' pages on a GPU-less machine
+    against 1,290 MB trimmed (bench/memory/memory.py); and the CUDA libraries' pages on a GPU-less machine
     (an idle server 1,374 -> 1,174 MB with the float16 token table, 6 December)."""
     from speaker_transcripts.pipeline import asr
     from speaker_transcripts.pipeline import transcriber as handler_module

@@ -390,7 +390,7 @@ def test_abandoned_work_is_stopped_and_frees_its_slot(handler, speech_wav):
 
 def test_a_request_half_closed_after_sending_is_stopped_like_a_hang_up(handler, speech_wav):
     """A client that shuts its side down after sending cannot be told from one that has gone until the
-    server writes to it; the server stops the work and closes (README, "Limits and errors"), as it does
+    server writes to it; the server stops the work and closes (docs/errors.md, "Limits"), as it does
     for hang-ups, so that clients that are gone never hold the queue."""
     held = HeldUntilStopped(handler)
     body = json.dumps({"inputs": b64(speech_wav), "parameters": {"language": "en"}}).encode()

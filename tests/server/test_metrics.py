@@ -107,7 +107,7 @@ def test_the_openai_client_lists_and_retrieves_the_loaded_model():
         client = OpenAI(base_url=f"{base_url}/v1", api_key=key, max_retries=0)
         listed = client.models.list()
         retrieved = client.models.retrieve("openai/whisper-large-v3")
-        alias = client.models.retrieve("whisper-1")  # the name the README's examples send
+        alias = client.models.retrieve("whisper-1")  # the name the docs' examples send
         with pytest.raises(NotFoundError):
             client.models.retrieve("whisper-2")
         anonymous = httpx.get(base_url + "/v1/models", timeout=10)

@@ -582,7 +582,7 @@ def test_a_fast_client_that_answers_pings_is_slowed_not_dropped(live_handler, pc
     every 0.2 s: the reader stops reading, the client's pongs wait in TCP behind its audio, and the
     session must still finish every turn (a late pong closed it with 1011 after 40 s before: Uvicorn's
     20-s ping timeout; no ping times out now). The client here sends no pings of its own: one that
-    does is answered only once the server reads that far (README, Live transcription)."""
+    does is answered only once the server reads that far (docs/live.md)."""
     settings = ServerSettings(live_max_backlog_s=0.5)
     with serving(create_app(lambda: live_handler, settings), settings, ws_ping_interval=0.2) as base_url:
         assert guarded_config(create_app(lambda: live_handler, settings), settings).ws_ping_timeout is None

@@ -76,7 +76,7 @@ class EndpointRequest(BaseModel):
     """The JSON form of a request: base64 audio and the handler's parameters."""
 
     inputs: str = Field(description="the audio file, base64-encoded")
-    parameters: dict[str, Any] = Field(default_factory=dict, description="see the README's parameter table")
+    parameters: dict[str, Any] = Field(default_factory=dict, description="see the parameter table of the docs (docs/api.md, Parameters)")
 
 
 ENDPOINT_BODY = {

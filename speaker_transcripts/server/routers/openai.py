@@ -214,7 +214,7 @@ class ModelList(BaseModel):
     data: list[Model]
 
 
-# OpenAI's transcription models, which clients name (the README's examples send whisper-1): each is
+# OpenAI's transcription models, which clients name (the docs' examples send whisper-1): each is
 # listed, and answered, as an alias of the ASR model that decodes every request.
 OPENAI_MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize")
 

@@ -1,25 +1,17 @@
 """Live transcription over a WebSocket: ``GET /v1/realtime?intent=transcription``, OpenAI's Realtime protocol.
 
-The client streams base64 PCM in ``input_audio_buffer.append`` events; the server answers with
-turns (``input_audio_buffer.speech_started`` / ``speech_stopped`` / ``committed``), words as they
-become final (``conversation.item.input_audio_transcription.delta``), sentence-sized segments with
-their speaker (``.segment``) and each turn's whole text (``.completed``). The protocol's shapes are
-in ``realtime_protocol``, the session itself in ``live.session``, on the server's one set of models.
+The client streams base64 PCM in ``input_audio_buffer.append`` events; the server answers with turns
+(``speech_started`` / ``speech_stopped`` / ``committed``), words as they become final (``...delta``),
+sentence-sized segments with their speaker (``...segment``) and each turn's whole text
+(``...completed``). The shapes are in ``realtime_protocol``, the session in ``live.session``.
 
-Bounds (``ServerSettings``, README "Live transcription"): ``LIVE_MAX_SESSIONS`` at once (more are
-refused with an ``error`` event and close code 1013), ``LIVE_IDLE_TIMEOUT_S`` without audio (other
-events, valid or not, do not keep a session alive), ``LIVE_MAX_SESSION_S`` in all,
-``LIVE_MAX_FRAME_KB`` a frame (Uvicorn's ``ws_max_size``: a bigger frame closes that session with
-1009), and the work a session may have pending: ``LIVE_MAX_BACKLOG_S`` of audio received but not
-yet processed, and at most ``MAX_PENDING_EVENTS`` other events (``MAX_PENDING_UPDATES`` of them
-``session.update``, whose frames may be large). Past either bound the server stops reading the
-socket until the session catches up, so a client sending faster than the session works is slowed by
-TCP instead of filling memory (the server's keepalive pings do not time out meanwhile: a client's
-pong waits in TCP behind its own events). Events take effect in the order they were sent: the
-session's thread applies each ``session.update`` before it turns the audio sent after it into
-samples, at the rate that update set. With
-``API_KEY``, the key comes in ``Authorization: Bearer`` or, from a browser, in the subprotocol
-``openai-insecure-api-key.<key>`` (never the query string); a wrong key is refused in the handshake (HTTP 401).
+Bounds (``ServerSettings``, docs/live.md and docs/configuration.md): sessions at once, idle time, a
+session's age, a frame's size (Uvicorn's ``ws_max_size``), and the work a session may have pending:
+``LIVE_MAX_BACKLOG_S`` of audio and at most ``MAX_PENDING_EVENTS`` other events (``MAX_PENDING_UPDATES``
+of them ``session.update``). Past either bound the server stops reading the socket until the session
+catches up, so a fast client is slowed by TCP instead of filling memory; keepalive pings do not time
+out meanwhile. Events take effect in the order sent. With ``API_KEY``, the key comes in
+``Authorization: Bearer`` or the subprotocol ``openai-insecure-api-key.<key>``, never the query string.
 """
 
 from __future__ import annotations

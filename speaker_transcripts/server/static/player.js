@@ -1,7 +1,7 @@
-// The player bound to the words: seeking, the playing word highlighted, the keyboard.
+// The player bound to the words: seeking, the playing word highlighted, the keyboard. It imports nothing from
+// the view: view.js calls seek(), never the other way round.
 
 import { $, session, state } from "./common.js";
-import { undo } from "./view.js";
 
 export function setAudio(recording) {
   // the recording (a File or Blob) to play, and to cut voices from (voices.js: the page's CSP lets it read no blob: URL)
@@ -14,6 +14,11 @@ export function setAudio(recording) {
 $("player").addEventListener("loadedmetadata", () => {
   if (Number.isFinite($("player").duration)) state.duration = state.duration || $("player").duration;
 });
+
+export function keysTakenElsewhere(event) {
+  // the page's shortcuts apply only while the result is shown and no field or button has the keys
+  return $("result").hidden || Boolean(event.target.closest?.("input, textarea, select, button, [contenteditable], audio, summary"));
+}
 
 export function seek(seconds, play = false) {
   const player = $("player");
@@ -47,15 +52,10 @@ $("player").addEventListener("seeked", highlight);
 requestAnimationFrame(tick);
 
 document.addEventListener("keydown", (event) => {
-  // Space plays and pauses, the arrows go back and on 5 s, Ctrl+Z undoes a correction: while the result is shown
-  // and no field or button has the keys
+  // Space plays and pauses, the arrows go back and on 5 s: while the result is shown and no field or button has
+  // the keys (Ctrl+Z, undoing a correction, is view.js's)
   const player = $("player");
-  if ($("result").hidden || event.target.closest?.("input, textarea, select, button, [contenteditable], audio, summary")) return;
-  if ((event.ctrlKey || event.metaKey) && event.key === "z" && !event.shiftKey && !event.altKey) {
-    undo();
-    event.preventDefault();
-    return;
-  }
+  if (keysTakenElsewhere(event)) return;
   if (!player.src || event.ctrlKey || event.metaKey || event.altKey) return;
   if (event.key === " ") {
     if (player.paused) player.play().catch(() => {});

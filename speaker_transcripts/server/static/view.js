@@ -3,7 +3,7 @@
 
 import { $, clock, element, say, session, showError, speakerName, state } from "./common.js";
 import { History, editTurn, mergeSpeakers, moveTurn, newSpeakerLabel } from "./corrections.js";
-import { seek } from "./player.js";
+import { keysTakenElsewhere, seek } from "./player.js";
 import { library, saveVoice } from "./voices.js";
 
 const COLOURS = ["#2456c6", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#be185d", "#4d7c0f", "#475569"];
@@ -113,6 +113,12 @@ export function undo() {
 }
 
 $("undo").addEventListener("click", undo);
+document.addEventListener("keydown", (event) => {
+  // Ctrl+Z (Cmd+Z) undoes a correction, under the same conditions as the player's keys
+  if (keysTakenElsewhere(event) || !(event.ctrlKey || event.metaKey) || event.key !== "z" || event.shiftKey || event.altKey) return;
+  undo();
+  event.preventDefault();
+});
 
 function showNames() {
   // names changed in place: re-rendering would swap the elements under a click that blurred the name field
