@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, render
 
@@ -30,7 +31,7 @@ EXIT_USAGE = 2
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts client", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts client", description=described(__doc__))
     parser.add_argument("audio", type=Path, help="the audio file to send")
     parser.add_argument("parameters", nargs="*", metavar="param=value", help="handler parameters, e.g. language=en")
     parser.add_argument("--url", required=True, help="endpoint URL, or http://host:port of a self-hosted server")

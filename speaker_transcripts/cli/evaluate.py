@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from speaker_transcripts.cli import described
+
 MANIFEST_FORMAT = """manifest format (samples/manifest.json is one):
   [{"audio": "meeting.wav",            path relative to the manifest
     "text": "the reference transcript",
@@ -26,7 +28,7 @@ MANIFEST_FORMAT = """manifest format (samples/manifest.json is one):
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="speaker-transcripts evaluate", description=__doc__.split("\n\n")[0], epilog=MANIFEST_FORMAT,
+        prog="speaker-transcripts evaluate", description=described(__doc__), epilog=MANIFEST_FORMAT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--manifest", type=Path, required=True, help="a JSON list of recordings with their text (format below)")

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
 from speaker_transcripts.live.events import Backlog, LiveEvent, TranscriptDelta, TranscriptFailed
 from speaker_transcripts.live.transcript import LiveTranscript
@@ -45,7 +46,7 @@ FINAL_COMMIT = "live-cli-final-commit"  # the event_id of the commit sent after 
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts live", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts live", description=described(__doc__))
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("file", nargs="?", type=Path, help="an audio file, played as if it were being spoken")
     source.add_argument("--mic", nargs="?", const="default", metavar="DEVICE", help="record from a microphone (ALSA device; default: default)")

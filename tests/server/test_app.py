@@ -662,3 +662,11 @@ def test_known_speakers_need_a_pipeline_that_embeds_voices(client, speech_wav):
         assert "needs a diarization pipeline with a speaker-embedding model" in (error if isinstance(error, str) else error["message"])
     bad_format = client.post("/v1/audio/diarization", files={"file": ("a.wav", speech_wav)}, data={"response_format": "srt"})
     assert bad_format.status_code in (400, 422)
+
+
+def test_a_model_name_this_server_does_not_serve_is_decoded_with_a_warning(client, speech_wav):
+    """OpenAI's names are aliases of the loaded model; any other name used to be taken silently."""
+    unknown = openai_post(client, speech_wav, response_format="verbose_json", language="en", model="whisper-large-v9").json()
+    assert any("whisper-large-v9" in warning and "GET /v1/models" in warning for warning in unknown["warnings"]), unknown["warnings"]
+    alias = openai_post(client, speech_wav, response_format="verbose_json", language="en", model="whisper-1").json()
+    assert not any("is not served here" in warning for warning in alias["warnings"])

@@ -387,6 +387,9 @@ def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handl
         page.click("#key-save")
         expect(page.locator("#status")).to_contain_text("Key accepted", timeout=GUARD_MS)
         assert page.url.endswith("/")  # the key never goes in a URL
+        expect(page.locator("#key-panel")).to_be_hidden()  # asked for once: out of the way once accepted
+        page.reload(wait_until="networkidle")  # GET /ready answered and read
+        expect(page.locator("#key-panel")).to_be_hidden()  # still kept for this tab
         context.close()
     assert "API key is wrong" in wrong
 

@@ -178,14 +178,15 @@ async def openai_transcription(
         parameters = timed_by_words(parameters, request.app.state.handler.capabilities)
     audio = await file.read()
     data = {"inputs": audio, "parameters": parameters}
+    work = noting_the_model(request, options.model)
     if options.stream:
         if options.response_format not in STREAMABLE_FORMATS:
             raise InvalidRequestError(
                 f"stream=true answers with server-sent events; send response_format {', '.join(STREAMABLE_FORMATS)}, "
                 f"not {options.response_format}"
             )
-        return await streamed(request, data)
-    result = await infer(request, data)
+        return await streamed(request, data, work)
+    result = await infer(request, data, work=work)
     headers = {"X-Model": options.model}
     if options.response_format in TEXT_FORMATS:
         media = TEXT_FORMATS[options.response_format]
@@ -219,6 +220,23 @@ class ModelList(BaseModel):
 OPENAI_MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize")
 
 
+def noting_the_model(request: Request, model: str) -> Callable[..., dict[str, Any]] | None:
+    """The handler, with a warning in its answer when ``model`` names neither the loaded ASR model nor one
+    of OpenAI's names for it (``whisper-large-v9``): the client should know another model decoded it."""
+    handler = request.app.state.handler
+    known = {entry.id for entry in loaded_models(request)}
+    if model in known:
+        return None
+    note = (f"model {shown(model)} is not served here; {handler.configured.asr_model} decoded this request "
+            "(GET /v1/models lists the names this server answers to)")
+
+    def decoded(data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
+        result = handler(data, **callbacks)
+        return {**result, "warnings": [*result.get("warnings", []), note]}
+
+    return decoded
+
+
 def loaded_models(request: Request) -> list[Model]:
     """The ASR model that decodes every request (whatever ``model`` a client sends), then OpenAI's
     model names as its aliases."""
@@ -244,7 +262,7 @@ async def retrieve_model(request: Request, model_id: str) -> Model:
     raise ServiceError(404, f"the model {model_id!r} is not served here; GET /v1/models lists what is")
 
 
-async def streamed(request: Request, data: dict[str, Any]) -> Response:
+async def streamed(request: Request, data: dict[str, Any], work: Callable[..., dict[str, Any]] | None = None) -> Response:
     """Server-sent events as OpenAI streams transcriptions: a ``transcript.text.delta`` per
     decoded chunk, then the segments (with speakers) and ``transcript.text.done``.
 
@@ -254,7 +272,7 @@ async def streamed(request: Request, data: dict[str, Any]) -> Response:
     loop = asyncio.get_running_loop()
     chunks: asyncio.Queue[Any] = asyncio.Queue()
     work = asyncio.ensure_future(
-        infer(request, data, on_segment=lambda chunk: loop.call_soon_threadsafe(chunks.put_nowait, chunk))
+        infer(request, data, work=work, on_segment=lambda chunk: loop.call_soon_threadsafe(chunks.put_nowait, chunk))
     )
     next_chunk = asyncio.ensure_future(chunks.get())
     await asyncio.wait({work, next_chunk}, return_when=asyncio.FIRST_COMPLETED)
