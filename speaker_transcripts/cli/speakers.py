@@ -88,12 +88,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
+    import numpy as np
+
     from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.models import registry
     from speaker_transcripts.pipeline.bandwidth import telephone_band
     from speaker_transcripts.pipeline.diarization import load_speaker_embedder
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
-    from speaker_transcripts.pipeline.transcriber import enrolment_speech
+    from speaker_transcripts.pipeline.transcriber import check_one_voice, enrolment_speech
 
     say = functools.partial(print, file=sys.stderr, flush=True)
     configured = ModelSettings.self_hosted()
@@ -111,6 +113,7 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     if embed is None:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
     say(f"speakers: embedding the voice of {arguments.name}")
+    check_one_voice(arguments.name, np.concatenate(speech), embed)  # clips of two people, or a turn of two
     voice = library.add(arguments.name, [embed(clip) for clip in speech], configured.diarization_model,
                         telephone=[embed(telephone_band(clip)) for clip in speech], max_voices=configured.max_voices)
     print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)
