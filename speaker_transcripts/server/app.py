@@ -43,7 +43,7 @@ from speaker_transcripts.server.middleware import (
     SecurityHeaders,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.routers import diarization, docs, endpoints, health, openai, page, realtime, voices
+from speaker_transcripts.server.routers import diarization, docs, endpoints, health, openai, page, realtime, subtitles, voices
 from speaker_transcripts.server.routers import metrics as metrics_router
 from speaker_transcripts.server.routers.realtime import LiveSlots
 
@@ -114,7 +114,7 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(SecurityHeaders)
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, voices, realtime, page, docs, health, metrics_router):
+    for surface in (endpoints, openai, diarization, voices, realtime, subtitles, page, docs, health, metrics_router):
         app.include_router(surface.router)
     app.mount("/static", page.static_assets(), name="static")
     app.mount("/docs/assets", docs.swagger_assets(), name="docs-assets")

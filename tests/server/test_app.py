@@ -670,3 +670,23 @@ def test_a_model_name_this_server_does_not_serve_is_decoded_with_a_warning(clien
     assert any("whisper-large-v9" in warning and "GET /v1/models" in warning for warning in unknown["warnings"]), unknown["warnings"]
     alias = openai_post(client, speech_wav, response_format="verbose_json", language="en", model="whisper-1").json()
     assert not any("is not served here" in warning for warning in alias["warnings"])
+
+
+def test_subtitles_from_the_pages_words_keep_the_subtitle_rules(client):
+    """POST /v1/subtitles: the page's downloads (corrections and names included) by the rules of every other route."""
+    import srt
+
+    sentence = "And Mr. John Dashwood had then leisure to consider how much there might be prudently in his power to do for them."
+    words = [{"text": f" {word}", "start": 0.4 * index, "end": 0.4 * index + 0.35, "speaker": "Reader B"}
+             for index, word in enumerate(sentence.split())]
+    words.insert(0, {"text": " Hello.", "start": 0.0, "end": 0.1, "speaker": "Reader A"})
+    answer = client.post("/v1/subtitles", json={"format": "srt", "words": words})
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/x-subrip")
+    cues = list(srt.parse(answer.text))
+    assert cues[0].content == "Reader A: Hello." and len(cues) >= 3  # a new cue for a new speaker; a long sentence in several
+    assert all(len(line) <= 42 for cue in cues for line in cue.content.splitlines())
+    assert all(len(cue.content.splitlines()) <= 2 and (cue.end - cue.start).total_seconds() <= 7.0 for cue in cues)
+    assert " ".join(cue.content.replace("Reader B: ", "").replace("Reader A: ", "") for cue in cues).split() == ["Hello.", *sentence.split()]
+    vtt = client.post("/v1/subtitles", json={"format": "vtt", "words": words})
+    assert vtt.text.startswith("WEBVTT") and "<v Reader A>Hello." in vtt.text
+    assert client.post("/v1/subtitles", json={"format": "docx", "words": words}).status_code == 422
