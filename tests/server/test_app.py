@@ -690,3 +690,24 @@ def test_subtitles_from_the_pages_words_keep_the_subtitle_rules(client):
     vtt = client.post("/v1/subtitles", json={"format": "vtt", "words": words})
     assert vtt.text.startswith("WEBVTT") and "<v Reader A>Hello." in vtt.text
     assert client.post("/v1/subtitles", json={"format": "docx", "words": words}).status_code == 422
+
+
+def test_a_stream_asked_for_progress_says_each_stage_and_the_audio_decoded_before_the_words(url, speech_wav):
+    """progress=true (the page asks for it): a 30-s file's pieces decode in one batch, so the first words came
+    after all the work and the page's bar sat at 0; the stages and the decoder's steps move it now."""
+    import json
+
+    form = {"model": "whisper-1", "language": "en", "stream": "true", "progress": "true", "response_format": "diarized_json"}
+    with httpx.stream("POST", url + "/v1/audio/transcriptions", data=form, files={"file": ("c.wav", speech_wav)}, timeout=60) as response:
+        events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
+    kinds = [event["type"] for event in events]
+    progress = [event for event in events if event["type"] == "transcript.progress"]
+    assert kinds[0] == "transcript.progress" and progress[0]["stage"] == "finding speech"
+    assert kinds.index("transcript.progress") < kinds.index("transcript.text.delta") and kinds[-1] == "transcript.text.done"
+    stages = list(dict.fromkeys(event["stage"] for event in progress))
+    assert stages[:2] == ["finding speech", "transcribing"]
+    seconds = [event["seconds"] for event in progress]
+    assert seconds == sorted(seconds) and seconds[-1] > 0
+    plain = {key: value for key, value in form.items() if key != "progress"}  # OpenAI's clients: OpenAI's events only
+    with httpx.stream("POST", url + "/v1/audio/transcriptions", data=plain, files={"file": ("c.wav", speech_wav)}, timeout=60) as response:
+        assert not any("transcript.progress" in line for line in response.iter_lines())

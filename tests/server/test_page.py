@@ -119,6 +119,7 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     assert None in seen["progress"] and values and values == sorted(values) and values[-1] > 0.5, seen
     assert any(re.fullmatch(r"Uploading two-readers\.wav \(\d+ kB\)…", status) for status in seen["status"]), seen["status"]
     assert any(re.fullmatch(r"Transcribing: 0:\d\d of 0:1\d…", status) for status in seen["status"]), seen["status"]
+    assert "Finding the speech…" in seen["status"]  # the server's stages as they happen, not "Uploading" until the words
     assert page.locator("#cancel").is_hidden()
     names = page.locator("#speakers input")
     assert names.count() == 2 and names.nth(0).input_value() == "SPEAKER_00"
