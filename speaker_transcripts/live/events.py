@@ -51,7 +51,8 @@ class TranscriptDelta:
 
 @dataclass(frozen=True)
 class TranscriptSegment:
-    """A sentence-sized run of one speaker's final words; neither its words nor its speaker change once sent."""
+    """A sentence-sized run of one speaker's final words; neither its words nor its speaker change once sent.
+    ``ends``: where each of its words ends on the session clock (for measuring how soon speakers arrive)."""
 
     item_id: str
     id: str
@@ -59,6 +60,7 @@ class TranscriptSegment:
     start: float
     end: float
     text: str
+    ends: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -497,7 +497,8 @@ class LiveSession:
         for span in ranges:
             words = ready[span.start : span.stop]
             self.segments += 1
-            events.append(TranscriptSegment(item.id, f"seg_{self.segments:04d}", speakers[span.start], words[0].start, words[-1].end, joined_text(words)))
+            events.append(TranscriptSegment(item.id, f"seg_{self.segments:04d}", speakers[span.start], words[0].start, words[-1].end, joined_text(words),
+                                            tuple(word.end for word in words)))
             item.sent += len(words)
         self.diarizer.forget_before(ready[0].start - 5.0)
         return events
