@@ -88,3 +88,20 @@ class OnlineClustering:
                 self.sums.append(vectors[position].copy())
                 result[local] = label
         return result
+
+
+class SpokenLabels:
+    """The labels a client sees: the clustering's anonymous speakers renumbered ``SPEAKER_00``, ``SPEAKER_01``, ...
+    in the order their words are first sent, so a speaker the clustering founded but who never labelled a word
+    leaves no gap; known names are kept."""
+
+    def __init__(self, known: Collection[str] = ()) -> None:
+        self.known = set(known)
+        self.spoken: dict[str, str] = {}
+
+    def __call__(self, label: str) -> str:
+        if label in self.known:
+            return label
+        if label not in self.spoken:
+            self.spoken[label] = f"SPEAKER_{sum(name not in self.known for name in self.spoken.values()):02d}"
+        return self.spoken[label]

@@ -38,3 +38,11 @@ def test_known_speakers_are_named_only_when_close_enough():
     labels = clustering.assign(np.stack([near(ANN), near(CAL)]), [0.5, 0.5])
     assert labels == ["Ann", "SPEAKER_00"]
     assert clustering.labels == ["Ann", "SPEAKER_00"]
+
+
+def test_spoken_labels_are_numbered_in_the_order_they_are_first_sent_with_no_gaps():
+    from speaker_transcripts.live.clustering import SpokenLabels
+
+    labels = SpokenLabels(["Ada"])
+    assert [labels(label) for label in ["SPEAKER_02", "Ada", "SPEAKER_00", "SPEAKER_02", "SPEAKER_05"]] == [
+        "SPEAKER_00", "Ada", "SPEAKER_01", "SPEAKER_00", "SPEAKER_02"]
