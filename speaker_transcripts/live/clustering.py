@@ -17,7 +17,7 @@ Pure numpy and scipy: tested without a model.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,19 +89,38 @@ class OnlineClustering:
                 result[local] = label
         return result
 
+    def known_name(self, label: str) -> str | None:
+        """The known speaker whose clip ``label``'s centroid (its windows' embeddings summed) reaches
+        ``NAMING_THRESHOLD`` with, the closest; None when none does. A voice whose first windows each fell
+        short of a clip (a window is seconds of speech, the clip's file-path match a whole file's) is named
+        by the many windows it has gathered once its words go out."""
+        if label in self.known:
+            return label
+        if label not in self.labels or not self.known:
+            return None
+        centroid = _unit(self.sums[self.labels.index(label)])
+        scores = {name: float(centroid @ _unit(self.sums[self.labels.index(name)])) for name in self.known}
+        best = max(scores, key=scores.__getitem__)
+        return best if scores[best] >= NAMING_THRESHOLD else None
+
 
 class SpokenLabels:
     """The labels a client sees: the clustering's anonymous speakers renumbered ``SPEAKER_00``, ``SPEAKER_01``, ...
     in the order their words are first sent, so a speaker the clustering founded but who never labelled a word
-    leaves no gap; known names are kept."""
+    leaves no gap; known names are kept. ``named``: the known name an anonymous speaker takes when its words
+    first go out (``OnlineClustering.known_name``), unless another speaker has that name already."""
 
-    def __init__(self, known: Collection[str] = ()) -> None:
+    def __init__(self, known: Collection[str] = (), named: Callable[[str], str | None] = lambda label: None) -> None:
         self.known = set(known)
+        self.named = named
         self.spoken: dict[str, str] = {}
 
     def __call__(self, label: str) -> str:
         if label in self.known:
             return label
         if label not in self.spoken:
-            self.spoken[label] = f"SPEAKER_{sum(name not in self.known for name in self.spoken.values()):02d}"
+            name = self.named(label)
+            if name is None or name in self.spoken.values():
+                name = f"SPEAKER_{sum(name not in self.known for name in self.spoken.values()):02d}"
+            self.spoken[label] = name
         return self.spoken[label]

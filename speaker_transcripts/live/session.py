@@ -241,6 +241,7 @@ class LiveSession:
         self._catching_up: Future[Any] | None = None  # the diarizer's step in flight, beside the decodes
         if config.diarize and supports_live_diarization(models.diarization_pipeline):
             clustering = OnlineClustering(ClusteringSettings(), config.known_speakers)
+            self.labels.named = clustering.known_name
             self.diarizer = LiveDiarizer(models.diarization_pipeline, clustering, SAMPLING_RATE, DiarizerSettings(), should_stop)
 
     @property
