@@ -19,8 +19,8 @@ a short prefix, or at the very end of the audio heard, is often misheard ("The I
 18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end, 11.5 % with 3 s of what
 follows, ``bench/live_finals.py``). A turn the client commits, or the session ends, is decoded for its
 final text at once. The decoded buffer is cut within the turn (``cuts.cut_point``) at the sentence ends
-sent and at the speaker changes the diarizer's final timeline sees (at the last word sent past
-``cuts.FORCE_TRIM_S``), so a turn that never pauses still gets final words, and a decode costs the same
+sent and at the speaker changes the diarizer's final timeline sees (at a clause end, a pause or the last
+word sent in a long run without either), so a turn that never pauses still gets final words, and a decode costs the same
 in the first minute and the sixtieth; the stretch cut off is decoded once more, whole, for its final text.
 
 Speakers come from ``speakers.LiveDiarizer``, whose steps run beside the decodes on the other core
@@ -190,7 +190,7 @@ class _Item:
     end: int = 0  # the turn's last sample, once it stopped
     next_start: int | None = None  # the next turn's first sample, once it started
     sent: int = 0  # final words already sent in segments
-    closed: int = 0  # final words that end at a cut closing a segment (a sentence end, a speaker change)
+    closed: int = 0  # final words that end at a cut (which ends a segment)
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
 
 
@@ -465,23 +465,20 @@ class LiveSession:
         once more, whole, for its final words."""
         events: list[LiveEvent] = []
         inside = [word for word in item.words if word.end * SAMPLING_RATE > item.buffer_start]
-        cut = cut_point(inside, self._timeline_speakers(inside), item.buffer_start / SAMPLING_RATE, self.audio.end / SAMPLING_RATE,
-                        self.diarizer.horizon if self.diarizer is not None else 0.0)
-        if cut is None and self.audio.end - item.buffer_start > MAX_BUFFER_S * SAMPLING_RATE:
+        seconds = cut_point(inside, self._timeline_speakers(inside), item.buffer_start / SAMPLING_RATE, self.audio.end / SAMPLING_RATE,
+                            self.diarizer.horizon if self.diarizer is not None else 0.0)
+        if seconds is None and self.audio.end - item.buffer_start > MAX_BUFFER_S * SAMPLING_RATE:
             words = item.agreement.flush()  # nothing final in a whole window: what the last decode heard is final
             events += self._deliver(item, words)
             seconds = words[-1].end if words else self.audio.end / SAMPLING_RATE
-        elif cut is None:
+        if seconds is None:
             return []
-        else:
-            seconds = cut.seconds
         cut_at = max(item.buffer_start, int(seconds * SAMPLING_RATE))
         if cut_at > item.buffer_start:  # the stretch cut off is decoded once more, whole: its final words
             with self.models.exclusive():
                 heard = self._decode(item.buffer_start, cut_at, final=True)
             self._finish(item, [word for word in heard if word.text.strip()], cut_at)
-            if cut is not None and cut.closes:
-                item.closed = len(item.final)
+            item.closed = len(item.final)
         item.buffer_start = cut_at
         return events
 

@@ -134,7 +134,7 @@ def marked_decodes(monkeypatch) -> list[list]:
 
 
 def test_a_long_turns_stretches_cut_off_the_buffer_are_each_decoded_whole_for_their_final_text(live_handler, speech_wav, monkeypatch):
-    """A turn longer than ``cuts.FORCE_TRIM_S`` (one commit at the end of 40 s): each stretch cut off the decoded buffer is
+    """A turn of 40 s (one commit at its end): each stretch cut off the decoded buffer is
     decoded once more, whole, and the turn's final text is those decodes and the last one, in order."""
     from speaker_transcripts.pipeline.transcript import joined_text
 
@@ -237,7 +237,7 @@ def test_a_long_turn_is_decoded_in_a_bounded_buffer_and_its_audio_is_not_kept(li
         return decode(self, start, end, final, *window_s)
 
     monkeypatch.setattr(LiveSession, "_decode", spy)
-    monkeypatch.setattr(cuts, "FORCE_TRIM_S", 5.0)  # tiny random Whisper ends few sentences: trim early to see the rule
+    monkeypatch.setattr(cuts, "RUN_ON_S", 5.0)  # tiny random Whisper ends few sentences: cut early to see the rule
     session = LiveSession(live_handler, LiveConfig(language="en", diarize=False, turn_detection=None))
     kept = []
     for start in range(0, len(monologue), 2 * RATE):
