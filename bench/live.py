@@ -1,7 +1,7 @@
 """Live sessions at real-time pace: how soon words and speakers arrive, how right they are, how many sessions fit.
 
     python bench/live.py --asr-model whisper-base [--sets dev ami quick] [--only trn00 trn01 ...] \
-        [--quick-dir DIR] [--quick-per-kind 2] [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1] [--out bench-results/live]
+        [--quick-dir DIR] [--quick-per-kind 2] [--busy 2] [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1] [--out bench-results/live]
 
 Three sets of recordings (``--sets``): ``dev``, the dev conversations (manifest entries with RTTM and
 text: turns that end in clean pauses); ``ami``, the 12 real AMI excerpts (``meetings/``, kind
@@ -13,7 +13,9 @@ Each file is streamed into a live session (``live/session.py``, the models loade
 server runs them) in 100-ms appends at real-time pace by a feeder thread; the session's thread takes
 whatever audio arrived while it was busy in one go, as the server's worker does. ``--sessions N``
 runs N sessions at once, each on its own file (cycled, in groups of N until every file has been
-streamed), sharing the models as the server's sessions do.
+streamed), sharing the models as the server's sessions do. ``--busy N`` runs N processes spinning on a
+core each while the sessions stream (the file path's answers are made before, and kept in ``--out`` for
+the next run). Each row says the load average (1 min) before and after its set.
 
 Reported per set and run, beside the file path (the handler on the whole file, same model):
 
@@ -27,7 +29,8 @@ Reported per set and run, beside the file path (the handler on the whole file, s
 - DER (no collar, all of each file scored) of the live diarizer's final timeline and of the file
   path's diarization, pooled over the set (sets with RTTM);
 - speaker count: files where the speakers of the live segments (and of the file path's answer) are
-  as many as the reference's;
+  as many as the reference's, and where the speakers of the live diarizer's timeline (and of the file
+  path's diarization) are: an excerpt Whisper hears few words in counts its speakers by the timeline;
 - CPU: process CPU seconds over wall seconds (of 2 cores here: 2.0 is everything), and whether
   the sessions kept up: the worst backlog (audio received, not yet processed) and wall over audio.
 """
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import sys
@@ -72,6 +76,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lookahead", type=float,
                         help="seconds after a stopped turn its final decode hears while its session is alone "
                              "(LIVE_LOOKAHEAD_S; default: what the server chooses on this machine, live.capacity)")
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning on a core each while the sessions stream (a busy machine)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
 
@@ -191,22 +196,51 @@ def main(argv: list[str] | None = None) -> int:
                                         diarization_model="pyannote-campplus" if arguments.diarize else None))
     entries = [entry for chosen in sets.values() for entry in chosen]
     audio = {entry.audio: as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries}
-    file_path = {entry.audio: handler({"inputs": {"array": audio[entry.audio], "sampling_rate": 16000},
-                                       "parameters": {"language": "en", "return_timestamps": "word"}}) for entry in entries}
+    file_path = file_path_answers(handler, entries, audio, arguments.out / f"file-path-{Path(arguments.asr_model).name}.json")
     fast_encoder = handler.capabilities.fast_encoder
     lookahead = live_capacity(fast_encoder, lookahead_s=arguments.lookahead).lookahead_s
     report: dict[str, Any] = {"asr_model": arguments.asr_model, "diarize": arguments.diarize, "fast_encoder": fast_encoder,
                               "lookahead_s": lookahead, "only": arguments.only, "runs": []}
-    for count in arguments.sessions:
-        for name, chosen in sets.items():
-            row = {"set": name, "sessions": count, "files": len(chosen)}
-            row.update(run_set(arguments, handler, chosen, audio, file_path, count, lookahead))
-            report["runs"].append(row)
-            print(json.dumps(row), flush=True)
+    import multiprocessing
+
+    from busy_machine import spin
+
+    neighbours = [multiprocessing.Process(target=spin, daemon=True) for _ in range(arguments.busy)]
+    for neighbour in neighbours:
+        neighbour.start()
+    try:
+        for count in arguments.sessions:
+            for name, chosen in sets.items():
+                row = {"set": name, "sessions": count, "files": len(chosen), "busy": arguments.busy, "load_before": os.getloadavg()[0]}
+                row.update(run_set(arguments, handler, chosen, audio, file_path, count, lookahead))
+                row["load_after"] = os.getloadavg()[0]
+                report["runs"].append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        for neighbour in neighbours:
+            neighbour.terminate()
+            neighbour.join()
     arguments.out.mkdir(parents=True, exist_ok=True)
-    name = f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}{'' if arguments.shed else '-no-shed'}.json"
+    name = (f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}{'' if arguments.shed else '-no-shed'}"
+            f"{f'-busy{arguments.busy}' if arguments.busy else ''}.json")
     (arguments.out / name).write_text(json.dumps(report, indent=2))
     return 0
+
+
+def file_path_answers(handler: Any, entries: list[Any], audio: dict[Path, np.ndarray], cache: Path) -> dict[Path, Any]:
+    """The file path's answer for each entry (the handler on the whole file), kept in ``cache`` for the next
+    run: the file path does not change while the live settings are tuned (delete it when it does)."""
+    kept = json.loads(cache.read_text()) if cache.is_file() else {}
+    answers = {}
+    for entry in entries:
+        if str(entry.audio) not in kept:
+            answer = handler({"inputs": {"array": audio[entry.audio], "sampling_rate": 16000},
+                              "parameters": {"language": "en", "return_timestamps": "word"}})
+            kept[str(entry.audio)] = {name: answer[name] for name in ("text", "speakers", "diarization")}
+        answers[entry.audio] = kept[str(entry.audio)]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(kept))
+    return answers
 
 
 def run_set(arguments: argparse.Namespace, handler: Any, entries: list[Any], audio: dict[Path, np.ndarray],
@@ -314,7 +348,7 @@ def _speakers_row(chosen: list[Any], results: list[dict[str, Any]], file_path: d
     from speaker_transcripts.pipeline.diarization import Turn
 
     live_der, file_der = DiarizationTotals(), DiarizationTotals()
-    live_right = file_right = counted = 0
+    live_right = file_right = live_timeline_right = file_timeline_right = counted = 0
     for entry, result in zip(chosen, results, strict=True):
         if not entry.turns:
             continue
@@ -324,18 +358,23 @@ def _speakers_row(chosen: list[Any], results: list[dict[str, Any]], file_path: d
         file_count = len({segment["speaker"] for segment in file_path[entry.audio]["speakers"]})
         live_right += live_count == reference
         file_right += file_count == reference
+        live_timeline = len({turn.speaker for turn in result["timeline"]})
+        file_timeline = len({turn["speaker"] for turn in file_path[entry.audio]["diarization"]})
+        live_timeline_right += live_timeline == reference
+        file_timeline_right += file_timeline == reference
         seconds = len(audio[entry.audio]) / 16000
         live = live_der.add(entry.turns, result["timeline"], seconds)["der"]
         whole = file_der.add(entry.turns, [Turn(turn["speaker"], turn["start"], turn["end"]) for turn in file_path[entry.audio]["diarization"]],
                              seconds)["der"]
         late = percentiles("", result["speaker_latencies"])
-        print(f"  {entry.name:22s} speakers live {live_count} file {file_count} of {reference}  DER live {live:.3f} file {whole:.3f}  "
-              f"speaker latency p50 {late['_p50_s']} p90 {late['_p90_s']} s  labels {sorted({s.speaker for s in result['segments']})}",
+        print(f"  {entry.name:22s} speakers live {live_count} file {file_count} (timelines {live_timeline}, {file_timeline}) of {reference}  DER live {live:.3f} file {whole:.3f}  "
+              f"speaker latency p50 {late['_p50_s']} p90 {late['_p90_s']} s  worst backlog {result['backlog_peak_s']:.1f} s  labels {sorted({s.speaker for s in result['segments']})}",
               file=sys.stderr, flush=True)
     if not counted:
         return {}
     return {"live_der": round(live_der.summary()["der"], 4), "file_der": round(file_der.summary()["der"], 4),
-            "live_count_right": f"{live_right}/{counted}", "file_count_right": f"{file_right}/{counted}"}
+            "live_count_right": f"{live_right}/{counted}", "file_count_right": f"{file_right}/{counted}",
+            "live_timeline_count_right": f"{live_timeline_right}/{counted}", "file_timeline_count_right": f"{file_timeline_right}/{counted}"}
 
 
 if __name__ == "__main__":
