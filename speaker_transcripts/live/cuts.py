@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence
 
 MIN_STRETCH_S = 1.0  # a stretch shorter than this is not decoded on its own (Whisper hears a lone word worse)
-CLAUSE_S = 3.0  # a buffer this long without a sentence end is cut at a clause end or a pause
+CLAUSE_S = 4.0  # a buffer this long without a sentence end is cut at a clause end or a pause
 CLAUSE_ENDINGS = (",", ";", ":")
 PAUSE_S = 0.25
 RUN_ON_S = 6.0  # past this, cut at the last word sent even mid-sentence
