@@ -510,7 +510,7 @@ class LiveSession:
             return []
         unsent = item.final[item.sent :]
         covered = len(unsent) if final else next((n for n, word in enumerate(unsent) if word.end > self.diarizer.horizon), len(unsent))
-        closed = item.closed - item.sent
+        closed, turn_over = item.closed - item.sent, final
         if not final and 0 < closed <= covered:  # the words up to a cut that closed a segment: all of them
             final, covered = True, closed
         ready = unsent[:covered]
@@ -518,7 +518,10 @@ class LiveSession:
             return []
         before = item.final[max(item.sent - LABEL_CONTEXT_WORDS, 0) : item.sent]  # sent already: their sentence's context
         labelled = [*before, *ready]
-        speakers = word_speakers(labelled, self._turns_near(labelled))[len(before) :]
+        turns = self._turns_near(labelled)
+        if not turns and not turn_over:  # no voice found yet (a session's first seconds): wait for one rather than say UNKNOWN
+            return []
+        speakers = word_speakers(labelled, turns)[len(before) :]
         ranges = segment_ranges(ready, speakers)
         if not final:
             ranges = ranges[:-1]
