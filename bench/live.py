@@ -1,33 +1,45 @@
-"""Live sessions at real-time pace: how soon words arrive, how right they are, how many sessions fit.
+"""Live sessions at real-time pace: how soon words and speakers arrive, how right they are, how many sessions fit.
 
-    python bench/live.py --asr-model whisper-base [--manifest ../shared/dev-audio/manifest.json] \
-        [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1] [--out bench-results/live]
+    python bench/live.py --asr-model whisper-base [--sets dev ami quick] [--only trn00 trn01 ...] \
+        [--quick-dir DIR] [--quick-per-kind 2] [--busy 2] [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1] [--out bench-results/live]
 
-Each dev conversation (manifest entries with RTTM and text) is streamed into a live session
-(``live/session.py``, the models loaded once, as the server runs them) in 100-ms appends at
-real-time pace by a feeder thread; the session's thread takes whatever audio arrived while it was
-busy in one go, as the server's worker does. ``--sessions N`` runs N sessions at once, each on its
-own conversation (cycled, in groups of N until every conversation has been streamed), sharing the
-models as the server's sessions do.
+Three sets of recordings (``--sets``): ``dev``, the dev conversations (manifest entries with RTTM and
+text: turns that end in clean pauses); ``ami``, the 12 real AMI excerpts (``meetings/``, kind
+``real_meeting``: RTTM only, overlapping speech, no pauses to speak of; reported as ``ami-tuning``, trn00-trn05,
+which the live settings were tuned on, and ``ami-held-out``, the rest); ``quick``, the short quick
+exchanges ``bench/quick_conversations.py`` builds (into ``--quick-dir``, made there when it holds no
+manifest). ``--only`` keeps the files whose names start with one of its words (a tuning split).
+Each file is streamed into a live session (``live/session.py``, the models loaded once, as the
+server runs them) in 100-ms appends at real-time pace by a feeder thread; the session's thread takes
+whatever audio arrived while it was busy in one go, as the server's worker does. ``--sessions N``
+runs N sessions at once, each on its own file (cycled, in groups of N until every file has been
+streamed), sharing the models as the server's sessions do. ``--busy N`` runs N processes spinning on a
+core each while the sessions stream (the file path's answers are made before, and kept in ``--out`` for
+the next run). Each row says the load average (1 min) before and after its set.
 
-Reported per run (figures for docs/performance.md and the README):
+Reported per set and run, beside the file path (the handler on the whole file, same model):
 
-- word latency: for each final word, the time its delta was delivered minus the time the word
-  ended in the audio (its end on the session clock, paced), p50 and p90;
-- final WER of the completed turns, pooled, against the reference, and the file path's WER on the
-  same audio (the handler on the whole file, same model) for comparison;
-- speaker attribution of the live words: the share of reference words (``scoring.attribution``,
-  with the reference turns' speakers mapped to the live labels by the best one-to-one overlap)
-  given the right speaker, beside the file path's on the same audio;
+- word latency: for each word of a delta, the time it was delivered minus the time it ended in the
+  audio (its end on the session clock, paced), p50 and p90;
+- speaker latency: for each word of a final segment (which carries its speaker), the time the
+  segment was delivered minus the time the word ended in the audio, p50 and p90;
+- final WER of the completed turns, pooled (sets with text), and the file path's;
+- speaker attribution of the live words (sets with speaker texts): the share of reference words
+  (``scoring.attribution``) given the right speaker, beside the file path's;
+- DER (no collar, all of each file scored) of the live diarizer's final timeline and of the file
+  path's diarization, pooled over the set (sets with RTTM);
+- speaker count: files where the speakers of the live segments (and of the file path's answer) are
+  as many as the reference's, and where the speakers of the live diarizer's timeline (and of the file
+  path's diarization) are: an excerpt Whisper hears few words in counts its speakers by the timeline;
 - CPU: process CPU seconds over wall seconds (of 2 cores here: 2.0 is everything), and whether
-  the sessions kept up: the backlog (audio received, not yet processed) at the end of each
-  session, and the lag of the last word.
+  the sessions kept up: the worst backlog (audio received, not yet processed) and wall over audio.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import sys
@@ -44,10 +56,19 @@ DEV_AUDIO = ROOT.parent / "shared" / "dev-audio"
 PIECE_S = 0.1
 
 
+SETS = ("dev", "ami", "quick")
+AMI_TUNING = {f"trn{index:02d}" for index in range(6)}  # the AMI excerpts the live settings were tuned on
+
+
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument("--only", nargs="+", help="only the files whose names start with one of these (e.g. trn00 trn01)")
+    parser.add_argument("--quick-dir", type=Path, default=Path("bench-results/quick"),
+                        help="the quick conversations (bench/quick_conversations.py writes them here when missing)")
+    parser.add_argument("--quick-per-kind", type=int, default=2, help="quick conversations of each kind, when they are made")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1], help="sessions at once, one run each")
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
     parser.add_argument("--no-shed", dest="shed", action="store_false", help="keep every interim decode while behind (the old way)")
@@ -55,8 +76,34 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lookahead", type=float,
                         help="seconds after a stopped turn its final decode hears while its session is alone "
                              "(LIVE_LOOKAHEAD_S; default: what the server chooses on this machine, live.capacity)")
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning on a core each while the sessions stream (a busy machine)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
+
+
+def recordings(arguments: argparse.Namespace) -> dict[str, list[Any]]:
+    """The manifest entries of each set asked for (``--only`` applied)."""
+    from speaker_transcripts.evaluation.scoring import load_manifest
+
+    manifest = load_manifest(arguments.manifest)
+    chosen: dict[str, list[Any]] = {}
+    if "dev" in arguments.sets:
+        chosen["dev"] = [entry for entry in manifest if entry.kind == "synthetic_conversation" and entry.speaker_texts]
+    if "ami" in arguments.sets:  # tuned on trn00-trn05, reported on the rest as held out
+        meetings = [entry for entry in manifest if entry.kind == "real_meeting"]
+        chosen["ami-tuning"] = [entry for entry in meetings if Path(entry.name).stem in AMI_TUNING]
+        chosen["ami-held-out"] = [entry for entry in meetings if Path(entry.name).stem not in AMI_TUNING]
+    if "quick" in arguments.sets:
+        if not (arguments.quick_dir / "manifest.json").is_file():
+            import quick_conversations
+
+            quick_conversations.main(["--shared", str(arguments.manifest.parent), "--out", str(arguments.quick_dir),
+                                      "--per-kind", str(arguments.quick_per_kind)])
+        chosen["quick"] = load_manifest(arguments.quick_dir / "manifest.json")
+    if arguments.only:
+        chosen = {name: [entry for entry in entries if Path(entry.name).stem.startswith(tuple(arguments.only))]
+                  for name, entries in chosen.items()}
+    return {name: entries for name, entries in chosen.items() if entries}
 
 
 def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, alone: Any = lambda: True) -> dict[str, Any]:
@@ -84,8 +131,19 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     fed = 0
-    latencies: list[float] = []  # per final word: delivered minus ended in the audio (session seconds)
+    latencies: list[float] = []  # per word of a delta: delivered minus ended in the audio (session seconds)
+    speaker_latencies: list[float] = []  # per word of a final segment, the same
     segments: list[Any] = []
+    timeline: list[Any] = []  # the live diarizer's final turns
+    if session.diarizer is not None:
+        advance = session.diarizer.advance
+
+        def recorded(*args: Any, **kwargs: Any) -> list[Any]:
+            made = advance(*args, **kwargs)
+            timeline.extend(made)
+            return made
+
+        session.diarizer.advance = recorded
     completed: list[str] = []
     backlog_peak = 0.0
 
@@ -95,6 +153,7 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
                 latencies.extend(now - end for end in event.ends)
             elif isinstance(event, TranscriptSegment):
                 segments.append(event)
+                speaker_latencies.extend(now - end for end in event.ends)
             elif isinstance(event, TranscriptCompleted):
                 completed.append(event.transcript)
 
@@ -117,7 +176,8 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
         events = session.append(chunk)
         note(events, (time.monotonic() - started) * speed)
     note(session.close(), (time.monotonic() - started) * speed)
-    return {"latencies": latencies, "segments": segments, "completed": completed, "backlog_peak_s": backlog_peak,
+    return {"latencies": latencies, "speaker_latencies": speaker_latencies, "segments": segments, "timeline": timeline,
+            "completed": completed, "backlog_peak_s": backlog_peak,
             "wall_s": time.monotonic() - started, "behind_reports": sum(report.behind for report in reports)}
 
 
@@ -127,103 +187,194 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no manifest at {arguments.manifest}: this benchmark needs ../shared/dev-audio (the dev conversations)", file=sys.stderr)
         return 2
     from speaker_transcripts.config import ModelSettings
-    from speaker_transcripts.evaluation.scoring import (
-        attribution,
-        english_normaliser,
-        load_manifest,
-        word_errors,
-        words_of,
-    )
     from speaker_transcripts.live.capacity import live_capacity
-    from speaker_transcripts.live.session import LiveConfig, LiveSession
     from speaker_transcripts.pipeline.audio import as_float32, decode_file
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
-    entries = [entry for entry in load_manifest(arguments.manifest) if entry.kind == "synthetic_conversation" and entry.speaker_texts]
+    sets = recordings(arguments)
     handler = Transcriber(ModelSettings(asr_model=arguments.asr_model,
                                         diarization_model="pyannote-campplus" if arguments.diarize else None))
-    normalise = english_normaliser()
-    audio = {entry.name: as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries}
-    file_path = {entry.name: handler({"inputs": {"array": audio[entry.name], "sampling_rate": 16000},
-                                      "parameters": {"language": "en", "return_timestamps": "word"}}) for entry in entries}
+    entries = [entry for chosen in sets.values() for entry in chosen]
+    audio = {entry.audio: as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries}
+    file_path = file_path_answers(handler, entries, audio, arguments.out / f"file-path-{Path(arguments.asr_model).name}.json")
     fast_encoder = handler.capabilities.fast_encoder
     lookahead = live_capacity(fast_encoder, lookahead_s=arguments.lookahead).lookahead_s
     report: dict[str, Any] = {"asr_model": arguments.asr_model, "diarize": arguments.diarize, "fast_encoder": fast_encoder,
-                              "lookahead_s": lookahead, "runs": []}
-    for count in arguments.sessions:
-        # every conversation streamed at least once: groups of ``count`` sessions at once, one group after another
-        groups = [[entries[(first + index) % len(entries)] for index in range(count)] for first in range(0, max(len(entries), count), count)]
-        chosen: list[Any] = []
-        results: list[dict[str, Any]] = []
-        cpu_before = resource.getrusage(resource.RUSAGE_SELF)
-        wall_before = time.monotonic()
-        for group in groups:
-            group_results: list[dict[str, Any]] = [{} for _ in group]
-            streaming = [len(group)]  # sessions of the group not finished yet
-            finishing = threading.Lock()
+                              "lookahead_s": lookahead, "only": arguments.only, "runs": []}
+    import multiprocessing
 
-            def run(index: int, entry: Any, into: list[dict[str, Any]], streaming: list[int] = streaming, finishing: Any = finishing) -> None:
-                session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=lookahead))
-                try:
-                    into[index] = stream(session, audio[entry.name], arguments.speed, shed=arguments.shed, alone=lambda: streaming[0] == 1)
-                finally:
-                    with finishing:
-                        streaming[0] -= 1
+    from busy_machine import spin
 
-            threads = [threading.Thread(target=run, args=(index, entry, group_results)) for index, entry in enumerate(group)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            chosen += group
-            results += group_results
-        cpu_after = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = (cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime) / (time.monotonic() - wall_before)
-        latencies = [latency for result in results for latency in result["latencies"]]
-        live_errors = file_errors = None
-        for entry, result in zip(chosen, results, strict=True):
-            reference = words_of(entry.text, normalise)
-            live = word_errors(reference, words_of(" ".join(result["completed"]), normalise))
-            whole = word_errors(reference, words_of(file_path[entry.name]["text"], normalise))
-            live_errors = live if live_errors is None else live_errors + live
-            file_errors = whole if file_errors is None else file_errors + whole
-        row = {
-            "sessions": count,
-            "latency_p50_s": round(statistics.median(latencies), 2) if latencies else None,
-            "latency_p90_s": round(float(np.percentile(latencies, 90)), 2) if latencies else None,
-            "live_wer": round(live_errors.rate, 4),
-            "file_wer": round(file_errors.rate, 4),
-            "cpu_cores_busy": round(cpu, 2),
-            "backlog_peak_s": round(max(result["backlog_peak_s"] for result in results), 2),
-            "behind_reports": sum(result["behind_reports"] for result in results),
-            "wall_over_audio": round(max(result["wall_s"] * arguments.speed / (len(audio[entry.name]) / 16000)
-                                         for entry, result in zip(chosen, results, strict=True)), 2),
-        }
-        if arguments.diarize:
-            row.update(_attribution_row(chosen, results, file_path, normalise, attribution))
-        report["runs"].append(row)
-        print(json.dumps(row), flush=True)
+    neighbours = [multiprocessing.Process(target=spin, daemon=True) for _ in range(arguments.busy)]
+    for neighbour in neighbours:
+        neighbour.start()
+    try:
+        for count in arguments.sessions:
+            for name, chosen in sets.items():
+                row = {"set": name, "sessions": count, "files": len(chosen), "busy": arguments.busy, "load_before": os.getloadavg()[0]}
+                row.update(run_set(arguments, handler, chosen, audio, file_path, count, lookahead))
+                row["load_after"] = os.getloadavg()[0]
+                report["runs"].append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        for neighbour in neighbours:
+            neighbour.terminate()
+            neighbour.join()
     arguments.out.mkdir(parents=True, exist_ok=True)
-    name = f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}{'' if arguments.shed else '-no-shed'}.json"
+    name = (f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}{'' if arguments.shed else '-no-shed'}"
+            f"{f'-busy{arguments.busy}' if arguments.busy else ''}.json")
     (arguments.out / name).write_text(json.dumps(report, indent=2))
     return 0
 
 
-def _attribution_row(chosen: list[Any], results: list[dict[str, Any]], file_path: dict[str, Any], normalise: Any, attribution: Any) -> dict[str, Any]:
-    """Attribution of the live words and of the file path's, against the reference turns."""
-    from speaker_transcripts.evaluation.scoring import words_of
+def file_path_answers(handler: Any, entries: list[Any], audio: dict[Path, np.ndarray], cache: Path) -> dict[Path, Any]:
+    """The file path's answer for each entry (the handler on the whole file), kept in ``cache`` for the next
+    run: the file path does not change while the live settings are tuned (delete it when it does)."""
+    kept = json.loads(cache.read_text()) if cache.is_file() else {}
+    answers = {}
+    for entry in entries:
+        if str(entry.audio) not in kept:
+            answer = handler({"inputs": {"array": audio[entry.audio], "sampling_rate": 16000},
+                              "parameters": {"language": "en", "return_timestamps": "word"}})
+            kept[str(entry.audio)] = {name: answer[name] for name in ("text", "speakers", "diarization")}
+        answers[entry.audio] = kept[str(entry.audio)]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(kept))
+    return answers
+
+
+def run_set(arguments: argparse.Namespace, handler: Any, entries: list[Any], audio: dict[Path, np.ndarray],
+            file_path: dict[Path, Any], count: int, lookahead: float) -> dict[str, Any]:
+    """Stream every entry, ``count`` sessions at once; the set's figures, live beside the file path's."""
+    from speaker_transcripts.live.session import LiveConfig, LiveSession
+
+    # every file streamed at least once: groups of ``count`` sessions at once, one group after another
+    groups = [[entries[(first + index) % len(entries)] for index in range(count)] for first in range(0, max(len(entries), count), count)]
+    chosen: list[Any] = []
+    results: list[dict[str, Any]] = []
+    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
+    wall_before = time.monotonic()
+    for group in groups:
+        group_results: list[dict[str, Any]] = [{} for _ in group]
+        streaming = [len(group)]  # sessions of the group not finished yet
+        finishing = threading.Lock()
+
+        def run(index: int, entry: Any, into: list[dict[str, Any]], streaming: list[int] = streaming, finishing: Any = finishing) -> None:
+            session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=lookahead))
+            try:
+                into[index] = stream(session, audio[entry.audio], arguments.speed, shed=arguments.shed, alone=lambda: streaming[0] == 1)
+            finally:
+                with finishing:
+                    streaming[0] -= 1
+
+        threads = [threading.Thread(target=run, args=(index, entry, group_results)) for index, entry in enumerate(group)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        chosen += group
+        results += group_results
+    cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime) / (time.monotonic() - wall_before)
+    row: dict[str, Any] = {}
+    row.update(percentiles("latency", [latency for result in results for latency in result["latencies"]]))
+    row.update(percentiles("speaker_latency", [latency for result in results for latency in result["speaker_latencies"]]))
+    row.update(_errors_row(chosen, results, file_path))
+    row.update({
+        "cpu_cores_busy": round(cpu, 2),
+        "backlog_peak_s": round(max(result["backlog_peak_s"] for result in results), 2),
+        "behind_reports": sum(result["behind_reports"] for result in results),
+        "wall_over_audio": round(max(result["wall_s"] * arguments.speed / (len(audio[entry.audio]) / 16000)
+                                     for entry, result in zip(chosen, results, strict=True)), 2),
+    })
+    if arguments.diarize:
+        row.update(_attribution_row(chosen, results, file_path))
+        row.update(_speakers_row(chosen, results, file_path, audio))
+    return row
+
+
+def percentiles(name: str, values: list[float]) -> dict[str, float | None]:
+    """``<name>_p50_s`` and ``<name>_p90_s`` of ``values`` (None when there are none)."""
+    return {f"{name}_p50_s": round(statistics.median(values), 2) if values else None,
+            f"{name}_p90_s": round(float(np.percentile(values, 90)), 2) if values else None}
+
+
+def _errors_row(chosen: list[Any], results: list[dict[str, Any]], file_path: dict[Path, Any]) -> dict[str, Any]:
+    """Final WER of the live turns and of the file path, pooled over the entries with text."""
+    from speaker_transcripts.evaluation.scoring import english_normaliser, word_errors, words_of
+
+    normalise = english_normaliser()
+    live_errors = file_errors = None
+    for entry, result in zip(chosen, results, strict=True):
+        if not entry.text:
+            continue
+        reference = words_of(entry.text, normalise)
+        live = word_errors(reference, words_of(" ".join(result["completed"]), normalise))
+        whole = word_errors(reference, words_of(file_path[entry.audio]["text"], normalise))
+        live_errors = live if live_errors is None else live_errors + live
+        file_errors = whole if file_errors is None else file_errors + whole
+    if live_errors is None or file_errors is None:
+        return {}
+    return {"live_wer": round(live_errors.rate, 4), "file_wer": round(file_errors.rate, 4)}
+
+
+def _attribution_row(chosen: list[Any], results: list[dict[str, Any]], file_path: dict[Path, Any]) -> dict[str, Any]:
+    """Attribution of the live words and of the file path's, against the reference turns (entries with speaker texts)."""
+    from speaker_transcripts.evaluation.scoring import attribution, english_normaliser, words_of
+
+    normalise = english_normaliser()
 
     def speaker_words(pieces: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(word, speaker) for speaker, text in pieces for word in words_of(text, normalise)]
 
     live_scores, file_scores = [], []
     for entry, result in zip(chosen, results, strict=True):
+        if not entry.speaker_texts:
+            continue
         reference = entry.reference_speaker_words(normalise)
         live = speaker_words([(segment.speaker, segment.text) for segment in result["segments"]])
-        whole = speaker_words([(segment["speaker"], segment["text"]) for segment in file_path[entry.name]["speakers"]])
+        whole = speaker_words([(segment["speaker"], segment["text"]) for segment in file_path[entry.audio]["speakers"]])
         live_scores.append(attribution(reference, live).accuracy)
         file_scores.append(attribution(reference, whole).accuracy)
+    if not live_scores:
+        return {}
     return {"live_attribution": round(statistics.mean(live_scores), 4), "file_attribution": round(statistics.mean(file_scores), 4)}
+
+
+def _speakers_row(chosen: list[Any], results: list[dict[str, Any]], file_path: dict[Path, Any], audio: dict[Path, np.ndarray]) -> dict[str, Any]:
+    """DER of the live diarizer's timeline and the file path's (entries with RTTM), and the files whose
+    speakers are counted right, live and by the file path; one line per file on stderr."""
+    from speaker_transcripts.evaluation.scoring import DiarizationTotals
+    from speaker_transcripts.pipeline.diarization import Turn
+
+    live_der, file_der = DiarizationTotals(), DiarizationTotals()
+    live_right = file_right = live_timeline_right = file_timeline_right = counted = 0
+    for entry, result in zip(chosen, results, strict=True):
+        if not entry.turns:
+            continue
+        counted += 1
+        reference = len({turn.speaker for turn in entry.turns})
+        live_count = len({segment.speaker for segment in result["segments"]})
+        file_count = len({segment["speaker"] for segment in file_path[entry.audio]["speakers"]})
+        live_right += live_count == reference
+        file_right += file_count == reference
+        live_timeline = len({turn.speaker for turn in result["timeline"]})
+        file_timeline = len({turn["speaker"] for turn in file_path[entry.audio]["diarization"]})
+        live_timeline_right += live_timeline == reference
+        file_timeline_right += file_timeline == reference
+        seconds = len(audio[entry.audio]) / 16000
+        live = live_der.add(entry.turns, result["timeline"], seconds)["der"]
+        whole = file_der.add(entry.turns, [Turn(turn["speaker"], turn["start"], turn["end"]) for turn in file_path[entry.audio]["diarization"]],
+                             seconds)["der"]
+        late = percentiles("", result["speaker_latencies"])
+        print(f"  {entry.name:22s} speakers live {live_count} file {file_count} (timelines {live_timeline}, {file_timeline}) of {reference}  DER live {live:.3f} file {whole:.3f}  "
+              f"speaker latency p50 {late['_p50_s']} p90 {late['_p90_s']} s  worst backlog {result['backlog_peak_s']:.1f} s  labels {sorted({s.speaker for s in result['segments']})}",
+              file=sys.stderr, flush=True)
+    if not counted:
+        return {}
+    return {"live_der": round(live_der.summary()["der"], 4), "file_der": round(file_der.summary()["der"], 4),
+            "live_count_right": f"{live_right}/{counted}", "file_count_right": f"{file_right}/{counted}",
+            "live_timeline_count_right": f"{live_timeline_right}/{counted}", "file_timeline_count_right": f"{file_timeline_right}/{counted}"}
 
 
 if __name__ == "__main__":

@@ -9,6 +9,11 @@ machine): two sessions with speakers fell to 1.73 x real time with words 24-29 s
 1.13 x with the lookahead and 1.06-1.07 x without. A second session there only makes both late, so a server
 left to choose (``LIVE_MAX_SESSIONS`` / ``LIVE_LOOKAHEAD_S`` unset or ``auto``) takes one session and no
 lookahead on such a CPU; a value set is used as it is.
+
+Sessions are admitted by what they cost (``session_cost``): ``max_sessions`` is how many sessions with
+speakers run at once, and a text-only session, which runs no diarizer beside its decodes, costs two
+thirds of one, so the room of two with speakers holds three text-only (three keep real time where two
+with speakers do, bench/live.py --no-diarize).
 """
 
 from __future__ import annotations
@@ -18,10 +23,24 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class LiveCapacity:
-    """Live sessions a server runs at once, and the audio after a stopped turn its final decode hears."""
+    """Live sessions a server runs at once (by cost: ``budget``), and the audio after a stopped turn its final decode hears."""
 
-    max_sessions: int
+    max_sessions: int  # sessions with speakers at once
     lookahead_s: float
+
+    @property
+    def budget(self) -> int:
+        """The cost of the sessions that may run at once (``session_cost``)."""
+        return self.max_sessions * WITH_SPEAKERS_COST
+
+
+WITH_SPEAKERS_COST = 3
+TEXT_ONLY_COST = 2
+
+
+def session_cost(diarize: bool) -> int:
+    """What a live session costs of ``LiveCapacity.budget``."""
+    return WITH_SPEAKERS_COST if diarize else TEXT_ONLY_COST
 
 
 FAST_ENCODER = LiveCapacity(max_sessions=2, lookahead_s=3.0)

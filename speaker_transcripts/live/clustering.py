@@ -17,7 +17,7 @@ Pure numpy and scipy: tested without a model.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,10 +54,12 @@ class OnlineClustering:
             self.sums.append(_unit(np.asarray(embedding, dtype=np.float64)))
             self.known.add(name)
 
-    def assign(self, embeddings: np.ndarray, speech_share: Sequence[float], taken: Collection[str] = ()) -> list[str | None]:
+    def assign(self, embeddings: np.ndarray, speech_share: Sequence[float], taken: Collection[str] = (),
+               learn: bool = True) -> list[str | None]:
         """The global label of each local speaker (rows of ``embeddings``; a NaN row is a voice too
         short to embed, or one labelled already), or None when it stays unlabelled for this window.
-        ``taken``: labels the window's other voices already have, which none of these may get."""
+        ``taken``: labels the window's other voices already have, which none of these may get;
+        ``learn`` False: no centroid moves and no speaker is founded (a voice matching none stays unlabelled)."""
         from scipy.optimize import linear_sum_assignment
 
         count = len(embeddings)
@@ -78,13 +80,49 @@ class OnlineClustering:
                 if distance[row, column] < limits[column]:
                     local = usable[row]
                     result[local] = self.labels[column]
-                    if self.labels[column] not in self.known and speech_share[local] >= self.settings.min_new_speech:
+                    if learn and self.labels[column] not in self.known and speech_share[local] >= self.settings.min_new_speech:
                         self.sums[column] = self.sums[column] + vectors[row]
         for position, local in enumerate(usable):
-            if result[local] is None and speech_share[local] >= self.settings.min_new_speech and len(self.labels) < self.settings.max_speakers:
+            if learn and result[local] is None and speech_share[local] >= self.settings.min_new_speech and len(self.labels) < self.settings.max_speakers:
                 label = f"SPEAKER_{self._anonymous:02d}"
                 self._anonymous += 1
                 self.labels.append(label)
                 self.sums.append(vectors[position].copy())
                 result[local] = label
         return result
+
+    def known_name(self, label: str) -> str | None:
+        """The known speaker whose clip ``label``'s centroid (its windows' embeddings summed) reaches
+        ``NAMING_THRESHOLD`` with, the closest; None when none does. A voice whose first windows each fell
+        short of a clip (a window is seconds of speech, the clip's file-path match a whole file's) is named
+        by the many windows it has gathered once its words go out."""
+        if label in self.known:
+            return label
+        if label not in self.labels or not self.known:
+            return None
+        centroid = _unit(self.sums[self.labels.index(label)])
+        scores = {name: float(centroid @ _unit(self.sums[self.labels.index(name)])) for name in self.known}
+        best = max(scores, key=scores.__getitem__)
+        return best if scores[best] >= NAMING_THRESHOLD else None
+
+
+class SpokenLabels:
+    """The labels a client sees: the clustering's anonymous speakers renumbered ``SPEAKER_00``, ``SPEAKER_01``, ...
+    in the order their words are first sent, so a speaker the clustering founded but who never labelled a word
+    leaves no gap; known names are kept. ``named``: the known name an anonymous speaker takes when its words
+    first go out (``OnlineClustering.known_name``), unless another speaker has that name already."""
+
+    def __init__(self, known: Collection[str] = (), named: Callable[[str], str | None] = lambda label: None) -> None:
+        self.known = set(known)
+        self.named = named
+        self.spoken: dict[str, str] = {}
+
+    def __call__(self, label: str) -> str:
+        if label in self.known:
+            return label
+        if label not in self.spoken:
+            name = self.named(label)
+            if name is None or name in self.spoken.values():
+                name = f"SPEAKER_{sum(name not in self.known for name in self.spoken.values()):02d}"
+            self.spoken[label] = name
+        return self.spoken[label]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from speaker_transcripts.pipeline.transcript import Chunk
+
 
 @dataclass(frozen=True)
 class SpeechStarted:
@@ -51,7 +53,8 @@ class TranscriptDelta:
 
 @dataclass(frozen=True)
 class TranscriptSegment:
-    """A sentence-sized run of one speaker's final words; neither its words nor its speaker change once sent."""
+    """A sentence-sized run of one speaker's final words; neither its words nor its speaker change once sent.
+    ``words``: the words themselves, timed on the session clock (in process; a client of the server gets the text)."""
 
     item_id: str
     id: str
@@ -59,6 +62,12 @@ class TranscriptSegment:
     start: float
     end: float
     text: str
+    words: tuple[Chunk, ...] = ()
+
+    @property
+    def ends(self) -> tuple[float, ...]:
+        """Where each of its words ends (for measuring how soon speakers arrive)."""
+        return tuple(word.end for word in self.words)
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,16 @@ go out as deltas at once): the deltas were decoded from growing prefixes of the 
 a short prefix, or at the very end of the audio heard, is often misheard ("The Icework" for "Nice work";
 18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end, 11.5 % with 3 s of what
 follows, ``bench/live_finals.py``). A turn the client commits, or the session ends, is decoded for its
-final text at once. The decoded buffer is cut at the last sentence end sent
-once it passes ``TRIM_S`` (at the last word sent past ``FORCE_TRIM_S``), so a decode costs the same
+final text at once. The decoded buffer is cut within the turn (``cuts.cut_point``) at the sentence ends
+sent and at the speaker changes the diarizer's final timeline sees (at a clause end, a pause or the last
+word sent in a long run without either), so a turn that never pauses still gets final words, and a decode costs the same
 in the first minute and the sixtieth; the stretch cut off is decoded once more, whole, for its final text.
 
 Speakers come from ``speakers.LiveDiarizer``, whose steps run beside the decodes on the other core
 and are never waited for (only a turn's end waits, for its last segments); final words are labelled
 by the file path's ``diarization.word_speakers`` once the timeline is final over them, and sent as
 sentence-sized ``TranscriptSegment``s (``transcript.segment_ranges``) that never change: the words
-cut off a long turn's buffer (decoded once more, whole, when it is cut) as soon as the timeline
+cut off the turn's buffer (decoded once more, whole, when it is cut) as soon as the timeline
 covers them, the rest at the turn's end.
 """
 
@@ -47,7 +48,8 @@ import numpy as np
 from speaker_transcripts.config import InferenceConfig
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.live.agreement import LocalAgreement
-from speaker_transcripts.live.clustering import ClusteringSettings, OnlineClustering
+from speaker_transcripts.live.clustering import ClusteringSettings, OnlineClustering, SpokenLabels
+from speaker_transcripts.live.cuts import cut_point
 from speaker_transcripts.live.events import (
     Cleared,
     Committed,
@@ -62,19 +64,24 @@ from speaker_transcripts.live.speakers import DiarizerSettings, LiveDiarizer, su
 from speaker_transcripts.live.turns import TurnDetection, TurnDetector
 from speaker_transcripts.models.encoder_window import SHORTEST_S
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE
-from speaker_transcripts.pipeline.diarization import word_speakers
+from speaker_transcripts.pipeline.diarization import UNKNOWN_SPEAKER, Turn, word_speakers
 from speaker_transcripts.pipeline.long_form import Piece
 from speaker_transcripts.pipeline.speech_gate import WINDOW
-from speaker_transcripts.pipeline.transcript import Chunk, ends_sentence, joined_text, segment_ranges
+from speaker_transcripts.pipeline.transcript import Chunk, joined_text, segment_ranges
 
 MIN_STEP_S = 0.5  # new audio a decode waits for
 SHED_STEP_S = 2.0  # ... while the session is behind (``shedding``): interim decodes are what it can spare
 HOLD_S = 0.0  # words ending this close to the end of the audio heard are not final yet
-TRIM_S = 15.0  # whisper_streaming's buffer_trimming_sec
-FORCE_TRIM_S = 25.0  # past this, cut at the last final word even mid-sentence
 MAX_BUFFER_S = 29.0  # Whisper's window, less the padding it needs; a decode never sees more
 PROMPT_CHARS = 200  # recent final text given to Whisper as what was said before (whisper_streaming's 200)
 KEEP_BEFORE_S = 2.0  # audio kept before a turn can start (prefix padding)
+# Words are labelled with this many of the turn's words sent before them, so a sentence's last word, final after
+# the rest of it went out, keeps its sentence's speaker where the timeline is even (``word_speakers``), as on the file path.
+LABEL_CONTEXT_WORDS = 12
+# A stretch cut off a turn's buffer is decoded for its final words with up to this much of the audio after the cut
+# (the words whose middle lies before it kept, ``said_before``): a cut mid-sentence otherwise leaves its last words
+# without what follows them, and the dev conversations' final WER rose from 13.5 to 16.9 % (bench/live.py).
+CUT_CONTEXT_S = 1.0
 MIN_COMMIT_S = 0.1  # OpenAI's: a commit of less audio is an error
 # With a lookahead (``LiveConfig.lookahead_s``, the server's LIVE_LOOKAHEAD_S) a turn the turn detector stopped
 # gets its final decode once that much audio after its end has come: Whisper hears its last words with what
@@ -187,6 +194,7 @@ class _Item:
     end: int = 0  # the turn's last sample, once it stopped
     next_start: int | None = None  # the next turn's first sample, once it started
     sent: int = 0  # final words already sent in segments
+    closed: int = 0  # final words that end at a cut (which ends a segment)
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
 
 
@@ -233,9 +241,11 @@ class LiveSession:
         self.shedding = False  # set by the session's owner while it is behind the audio (live/backlog.py)
         self.alone = True  # set by the session's owner: no other live session shares the models now
         self.diarizer: LiveDiarizer | None = None
+        self.labels = SpokenLabels([*config.known_speakers, UNKNOWN_SPEAKER])  # the clustering's labels as the client sees them
         self._catching_up: Future[Any] | None = None  # the diarizer's step in flight, beside the decodes
         if config.diarize and supports_live_diarization(models.diarization_pipeline):
             clustering = OnlineClustering(ClusteringSettings(), config.known_speakers)
+            self.labels.named = clustering.known_name
             self.diarizer = LiveDiarizer(models.diarization_pipeline, clustering, SAMPLING_RATE, DiarizerSettings(), should_stop)
 
     @property
@@ -383,7 +393,7 @@ class LiveSession:
         if decoding:
             item.last_decoded = self.audio.end
             events += self._deliver(item, item.agreement.update(heard, self.audio.end / SAMPLING_RATE))
-            events += self._trim(item)
+            events += self._cut(item)
         return events + self._segments(item, self.audio.end, final=False)
 
     def _decode_and_diarize(self, start: int | None, end: int, final: bool, window_s: float = FINAL_WINDOW_S) -> list[Chunk]:
@@ -453,31 +463,45 @@ class LiveSession:
         self.context.extend(words)
         return [TranscriptDelta(item.id, text, tuple(word.end for word in words))]
 
-    def _trim(self, item: _Item) -> list[LiveEvent]:
-        """Cut the decoded buffer at a final sentence end once it is long (see the module doc)."""
-        length = (self.audio.end - item.buffer_start) / SAMPLING_RATE
-        if length <= TRIM_S:
-            return []
+    def _cut(self, item: _Item) -> list[LiveEvent]:
+        """Cut the decoded buffer where its words can be final (``cuts.cut_point``: a sentence end, a
+        speaker change the final timeline sees, a buffer grown too long); the stretch cut off is decoded
+        once more, whole, for its final words."""
         events: list[LiveEvent] = []
         inside = [word for word in item.words if word.end * SAMPLING_RATE > item.buffer_start]
-        sentence_ends = [word for word in inside if ends_sentence(word.text)]
-        if sentence_ends:
-            cut = sentence_ends[-1].end
-        elif inside and length > FORCE_TRIM_S:
-            cut = inside[-1].end
-        elif length > MAX_BUFFER_S:  # nothing final in a whole window: what the last decode heard is final
-            words = item.agreement.flush()
+        seconds = cut_point(inside, self._timeline_speakers(inside), item.buffer_start / SAMPLING_RATE, self.audio.end / SAMPLING_RATE,
+                            self.diarizer.horizon if self.diarizer is not None else 0.0)
+        if seconds is None and self.audio.end - item.buffer_start > MAX_BUFFER_S * SAMPLING_RATE:
+            words = item.agreement.flush()  # nothing final in a whole window: what the last decode heard is final
             events += self._deliver(item, words)
-            cut = words[-1].end if words else self.audio.end / SAMPLING_RATE
-        else:
+            seconds = words[-1].end if words else self.audio.end / SAMPLING_RATE
+        if seconds is None:
             return []
-        cut_at = max(item.buffer_start, int(cut * SAMPLING_RATE))
-        if cut_at > item.buffer_start:  # the stretch cut off is decoded once more, whole: its final words
+        cut_at = max(item.buffer_start, int(seconds * SAMPLING_RATE))
+        if cut_at > item.buffer_start:  # the stretch cut off is decoded once more, whole, with what follows it: its final words
             with self.models.exclusive():
-                heard = self._decode(item.buffer_start, cut_at, final=True)
-            self._finish(item, [word for word in heard if word.text.strip()], cut_at)
+                heard = self._decode(item.buffer_start, min(self.audio.end, cut_at + int(CUT_CONTEXT_S * SAMPLING_RATE)), final=True)
+            self._finish(item, said_before([word for word in heard if word.text.strip()], cut_at / SAMPLING_RATE), cut_at)
+            item.closed = len(item.final)
         item.buffer_start = cut_at
         return events
+
+    def _timeline_speakers(self, words: list[Chunk]) -> list[str] | None:
+        """Each word's speaker on the diarizer's final timeline, for the words it covers ("" for the rest;
+        None without a timeline, or while the diarizer's step runs)."""
+        if self.diarizer is None or not self._diarizer_done(wait=False):
+            return None
+        covered = [word for word in words if word.end <= self.diarizer.horizon]
+        if not covered:
+            return None
+        speakers = word_speakers(covered, self._turns_near(covered))
+        return speakers + [""] * (len(words) - len(covered))
+
+    def _turns_near(self, words: list[Chunk]) -> list[Turn]:
+        """The final turns around ``words``; where none reach them (Whisper heard words the diarizer found
+        no voice in), every turn kept, so the words go to the nearest speaker as on the file path, not to none."""
+        assert self.diarizer is not None
+        return self.diarizer.turns_between(words[0].start - 1.0, words[-1].end + 1.0) or self.diarizer.turns
 
     def _segments(self, item: _Item, end: int, final: bool) -> list[LiveEvent]:
         """Sentence-sized runs of final words with their speaker, for the words the speaker
@@ -486,10 +510,18 @@ class LiveSession:
             return []
         unsent = item.final[item.sent :]
         covered = len(unsent) if final else next((n for n, word in enumerate(unsent) if word.end > self.diarizer.horizon), len(unsent))
+        closed, turn_over = item.closed - item.sent, final
+        if not final and 0 < closed <= covered:  # the words up to a cut that closed a segment: all of them
+            final, covered = True, closed
         ready = unsent[:covered]
         if not ready:
             return []
-        speakers = word_speakers(ready, self.diarizer.turns_between(ready[0].start - 1.0, ready[-1].end + 1.0))
+        before = item.final[max(item.sent - LABEL_CONTEXT_WORDS, 0) : item.sent]  # sent already: their sentence's context
+        labelled = [*before, *ready]
+        turns = self._turns_near(labelled)
+        if not turns and not turn_over:  # no voice found yet (a session's first seconds): wait for one rather than say UNKNOWN
+            return []
+        speakers = word_speakers(labelled, turns)[len(before) :]
         ranges = segment_ranges(ready, speakers)
         if not final:
             ranges = ranges[:-1]
@@ -497,7 +529,8 @@ class LiveSession:
         for span in ranges:
             words = ready[span.start : span.stop]
             self.segments += 1
-            events.append(TranscriptSegment(item.id, f"seg_{self.segments:04d}", speakers[span.start], words[0].start, words[-1].end, joined_text(words)))
+            events.append(TranscriptSegment(item.id, f"seg_{self.segments:04d}", self.labels(speakers[span.start]), words[0].start,
+                                            words[-1].end, joined_text(words), tuple(words)))
             item.sent += len(words)
         self.diarizer.forget_before(ready[0].start - 5.0)
         return events

@@ -38,3 +38,42 @@ def test_known_speakers_are_named_only_when_close_enough():
     labels = clustering.assign(np.stack([near(ANN), near(CAL)]), [0.5, 0.5])
     assert labels == ["Ann", "SPEAKER_00"]
     assert clustering.labels == ["Ann", "SPEAKER_00"]
+
+
+def test_spoken_labels_are_numbered_in_the_order_they_are_first_sent_with_no_gaps():
+    from speaker_transcripts.live.clustering import SpokenLabels
+
+    labels = SpokenLabels(["Ada"])
+    assert [labels(label) for label in ["SPEAKER_02", "Ada", "SPEAKER_00", "SPEAKER_02", "SPEAKER_05"]] == [
+        "SPEAKER_00", "Ada", "SPEAKER_01", "SPEAKER_00", "SPEAKER_02"]
+
+
+def test_a_voice_whose_windows_each_fell_short_of_its_clip_takes_the_name_when_its_words_go_out():
+    """Each window scores under ``NAMING_THRESHOLD`` against Ada's clip (so the voice founds SPEAKER_00), but the
+    windows summed do reach it: its words go out as Ada's. A voice that is nobody's stays anonymous, numbered
+    without a gap."""
+    from speaker_transcripts.live.clustering import SpokenLabels
+    from speaker_transcripts.pipeline.speaker_naming import NAMING_THRESHOLD
+
+    a, b = 0.53, 0.97  # the voice along the first axis; the clip and each window a = 30 degrees off it, apart
+    ada = np.array([np.cos(a), np.sin(a), 0.0, 0.0])
+    windows = [np.array([np.cos(a), -np.sin(a) * np.cos(b), side * np.sin(a) * np.sin(b), 0.0]) for side in (1, -1)]
+    assert all(window @ ada < NAMING_THRESHOLD for window in windows)
+    clustering = OnlineClustering(ClusteringSettings(min_new_speech=0.1), {"Ada": ada})
+    first = clustering.assign(np.stack([windows[0]]), [0.5])
+    second = clustering.assign(np.stack([windows[1]]), [0.5])
+    other = clustering.assign(np.stack([np.array([0.0, 0.0, 0.0, 1.0])]), [0.5])
+    assert first == second == ["SPEAKER_00"] and other == ["SPEAKER_01"]
+    labels = SpokenLabels(["Ada"], named=clustering.known_name)
+    assert [labels("SPEAKER_01"), labels("SPEAKER_00")] == ["SPEAKER_00", "Ada"]
+
+
+def test_a_window_off_the_step_grid_labels_voices_but_teaches_the_clustering_nothing():
+    """``learn=False`` (the last window of a final step, whose end depends on how far the diarizer had got):
+    a known voice gets its label, a new one none, and no centroid moves, so the speakers found do not depend on
+    the machine's load."""
+    clustering = OnlineClustering(ClusteringSettings())
+    assert clustering.assign(np.array([[1.0, 0.0, 0.0]]), [0.5]) == ["SPEAKER_00"]
+    before = [total.copy() for total in clustering.sums]
+    assert clustering.assign(np.array([[0.9, 0.1, 0.0], [0.0, 0.0, 1.0]]), [0.5, 0.5], learn=False) == ["SPEAKER_00", None]
+    assert clustering.labels == ["SPEAKER_00"] and all(np.array_equal(a, b) for a, b in zip(before, clustering.sums, strict=True))

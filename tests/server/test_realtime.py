@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import logging
 import random
@@ -678,6 +679,177 @@ def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_han
     reports = [event for event in later if event["type"] == "session.backlog"]
     assert reports[-1]["behind"] is False and reports[-1]["seconds"] < 1.5
     assert sum(event["type"] == "conversation.item.input_audio_transcription.completed" for event in later) == 2
+
+
+def text_only(diarize: bool) -> dict:
+    """``TRANSCRIPTION`` with speakers on or off."""
+    return {**TRANSCRIPTION, "audio": {"input": {**TRANSCRIPTION["audio"]["input"],
+                                                 "transcription": {"model": "whisper-1", "language": "en", "diarize": diarize}}}}
+
+
+def test_sessions_are_admitted_by_cost_three_text_only_where_two_with_speakers_fit(live_handler, pcm):
+    """``LIVE_MAX_SESSIONS=2`` (what a fast encoder chooses): three text-only sessions run at once; beside two
+    sessions with speakers a third is refused at once, and beside two text-only ones a third that asks for
+    speakers is refused with its first audio, both with ``server_busy`` and close code 1013."""
+    settings = ServerSettings(live_max_sessions=2)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        async def opened(diarize: bool) -> tuple[object, dict, dict | None]:
+            """A session that sends its first audio and a commit, once the server took it: the server's first
+            event, and its answer to the commit (an error: the audio is quiet) once the audio was worked on."""
+            socket = await connect(ws_url(base_url))
+            first = json.loads(await socket.recv())
+            answer = None
+            if first["type"] == "session.created":
+                await socket.send(json.dumps({"type": "session.update", "session": text_only(diarize)}))
+                await events_until(socket, "session.updated")
+                await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": appends(pcm[: RATE * 2])[0]}))
+                await socket.send(json.dumps({"type": "input_audio_buffer.commit"}))
+                answer = (await events_until(socket, "error"))[-1]
+            return socket, first, answer
+
+        async def close_code(socket) -> int:
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    await socket.recv()
+            return closed.value.rcvd.code
+
+        async def scenario() -> tuple[list, dict, int, dict, int]:
+            text = [await opened(diarize=False) for _ in range(3)]
+            accepted = [(first["type"], answer["error"]["code"]) for _, first, answer in text]
+            for socket, _, _ in text[2:]:
+                await socket.close()
+            late, _, late_refusal = await opened(diarize=True)  # two text-only and one with speakers do not fit
+            late_code = await close_code(late)
+            for socket, _, _ in text[:2]:
+                await socket.close()
+            speakers = [await opened(diarize=True) for _ in range(2)]
+            third, refusal, _ = await opened(diarize=True)
+            code = await close_code(third)
+            for socket, _, _ in speakers:
+                await socket.close()
+            return accepted, late_refusal, late_code, refusal, code
+
+        kinds, late_refusal, late_code, refusal, code = asyncio.run(scenario())
+    assert kinds == [("session.created", "invalid_value")] * 3  # taken, and the audio worked on (nothing to commit)
+    assert late_refusal["error"]["code"] == refusal["error"]["code"] == "server_busy" and late_code == code == 1013
+
+
+def test_speakers_are_numbered_in_order_of_appearance_with_no_gaps(live_handler, pcm, monkeypatch):
+    """The live clustering may found a speaker who never labels a word (a voice heard too briefly): the labels a
+    client sees are numbered by the order their words came, so two people are SPEAKER_00 and SPEAKER_01."""
+    from speaker_transcripts.live import session as live
+
+    # the clustering's labels: the first turn (0.5-3.3 s) by its fourth speaker, the second (4.8-7.6 s) by its second
+    monkeypatch.setattr(live, "word_speakers", lambda words, turns: ["SPEAKER_03" if word.start < 4.0 else "SPEAKER_01" for word in words])
+    settings = ServerSettings(live_max_sessions=1)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        async def scenario() -> list[dict]:
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+                for chunk in appends(pcm):
+                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await socket.send(json.dumps({"type": "input_audio_buffer.commit"}))
+                return await events_until(socket, "conversation.item.input_audio_transcription.completed", count=2)
+
+        events = asyncio.run(scenario())
+    speakers = [event["speaker"] for event in events if event["type"] == "conversation.item.input_audio_transcription.segment"]
+    assert list(dict.fromkeys(speakers)) == ["SPEAKER_00", "SPEAKER_01"]
+
+
+def words_every(step_s: float, past_end_s: float = 0.0):
+    """A stand-in for Whisper's decode: a word every ``step_s`` of the buffer and a sentence end every ten words;
+    a final decode's words run ``past_end_s`` beyond the audio it heard (as cross-attention times do at a seam)."""
+    from speaker_transcripts.live.session import LiveSession
+    from speaker_transcripts.pipeline.transcript import Chunk
+
+    def decode(self, start, end, final, window_s=None):
+        shift = past_end_s if final else 0.0
+        times = np.arange(start / 16000, end / 16000 - 0.25, step_s)
+        return [Chunk(f" word{index}{'.' if index % 10 == 9 else ''}", at + shift, at + 0.25 + shift) for index, at in enumerate(times)]
+
+    return LiveSession, "_decode", decode
+
+
+def test_a_turn_without_pauses_gets_labelled_segments_before_it_ends(live_handler, speech_wav, monkeypatch):
+    """14 s of speech the client commits as one turn (no pause ends it; under the 15-s buffer that was once the
+    first place it was cut): its first sentences come with their speakers while it is still being spoken. The
+    client sends a second of audio at a time and waits for the words it brings, so the session steps through it
+    as it would in real time, however busy the machine; the diarizer is stood in for by one speaker's timeline,
+    final up to ``latency_s`` before the audio heard (the tiny random embedding model takes seconds a window), its
+    steps done at once."""
+    from concurrent.futures import Future
+
+    from speaker_transcripts.live.speakers import LiveDiarizer
+    from speaker_transcripts.pipeline.diarization import Turn
+
+    def advance(self, read, available, final=False):
+        until = available / 16000 - (0.0 if final else self.settings.latency_s)
+        if until > self.horizon:
+            self.turns, self.horizon = [Turn("SPEAKER_07", 0.0, until)], until
+        return []
+
+    class AtOnce:  # the stand-in's steps done before the session looks at the timeline, however busy the machine
+        def submit(self, function, *args):
+            done = Future()
+            done.set_result(function(*args))
+            return done
+
+    monkeypatch.setattr(LiveDiarizer, "advance", advance)
+    monkeypatch.setattr(type(live_handler), "beside", property(lambda self: AtOnce()))
+    monkeypatch.setattr(*words_every(0.3))
+    speech = as_float32(decode_file(speech_wav).samples)
+    samples = np.tile(speech, 6)[: 14 * 16000]
+    pcm16 = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+    turn = {**TRANSCRIPTION, "audio": {"input": {**TRANSCRIPTION["audio"]["input"], "format": {"type": "audio/pcm", "rate": 16000},
+                                                 "turn_detection": None}}}
+    settings = ServerSettings(live_max_sessions=1)
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        async def scenario() -> list[dict]:
+            received: list[dict] = []
+            async with connect(ws_url(base_url)) as socket:
+                await socket.recv()
+                await socket.send(json.dumps({"type": "session.update", "session": turn}))
+                received += await events_until(socket, "session.updated")
+                second = 16000 * 2
+                for start in range(0, len(pcm16), second):
+                    for piece in range(start, min(start + second, len(pcm16)), second // 10):
+                        chunk = base64.b64encode(pcm16[piece : min(piece + second // 10, start + second)]).decode()
+                        await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                    received += await events_until(socket, "conversation.item.input_audio_transcription.delta")
+                await socket.send(json.dumps({"type": "input_audio_buffer.commit"}))
+                return received + await events_until(socket, "conversation.item.input_audio_transcription.completed")
+
+        events = asyncio.run(scenario())
+    kinds = [event["type"] for event in events]
+    before_the_end = [event for event in events[: kinds.index("input_audio_buffer.committed")]
+                      if event["type"] == "conversation.item.input_audio_transcription.segment"]
+    assert before_the_end and all(event["speaker"] == "SPEAKER_00" for event in before_the_end)
+    assert before_the_end[0]["end"] < 14.0 - 5.0  # a sentence said well before the end, not the turn's last words
+
+
+def test_live_subtitles_have_no_overlapping_cues(live_handler, tmp_path, monkeypatch):
+    """``live --url ... --out x.srt``: separate final decodes meet at the seams of turns and cuts, and a decode's
+    last word may be timed past the audio it heard; the cues still follow one another, each starting after the
+    one before ends, and a sentence starts with a capital, as the file path's subtitles do."""
+    from speaker_transcripts.cli import live as live_cli
+
+    monkeypatch.setattr(*words_every(0.3, past_end_s=0.4))
+    settings = ServerSettings(live_max_sessions=1)
+    out = tmp_path / "session.srt"
+    with serving(create_app(lambda: live_handler, settings), settings) as base_url:
+        assert live_cli.main(["samples/two-readers.wav", "--speed", "50", "--url", base_url, "--out", str(out), "--language", "en"]) == 0
+    blocks = [block.splitlines() for block in out.read_text().strip().split("\n\n")]
+    assert len(blocks) > 2
+    times = [[srt_seconds(stamp) for stamp in block[1].split(" --> ")] for block in blocks]
+    assert all(start < end for start, end in times)
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(times))
+    assert all(block[2].split(": ", 1)[-1][:1].isupper() for block in blocks[:1])
+
+
+def srt_seconds(stamp: str) -> float:
+    hours, minutes, seconds = stamp.replace(",", ".").split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
 def test_a_refused_rate_change_leaves_the_backlog_counted_at_the_sessions_rate(live_handler, pcm):

@@ -32,7 +32,7 @@ from starlette.websockets import WebSocketState
 from speaker_transcripts.config import parse_parameters, resolve_request
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
 from speaker_transcripts.live.backlog import LagWatch
-from speaker_transcripts.live.capacity import LiveCapacity
+from speaker_transcripts.live.capacity import TEXT_ONLY_COST, LiveCapacity, session_cost
 from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
 from speaker_transcripts.live.session import LiveConfig, LiveSession, NothingToCommit
 from speaker_transcripts.pipeline.audio import PcmStream
@@ -63,24 +63,36 @@ ENDING_WAIT_S = 60.0  # ... and this long for one that is ending (its client gon
 
 
 class LiveSlots:
-    """The live sessions running now, at most ``limit``; their threads, one per session; the lookahead
-    each session's turns get (``live.capacity``: chosen with the limit)."""
+    """The live sessions running now, admitted by cost (``live.capacity``: a session takes a text-only
+    session's cost when it opens and a session with speakers' once its first audio says it has them, all
+    within ``budget``); their threads, one per session; the lookahead each session's turns get."""
 
     def __init__(self, capacity: LiveCapacity) -> None:
         self.limit = capacity.max_sessions
+        self.budget = capacity.budget
         self.lookahead_s = capacity.lookahead_s
         self.active = 0
+        self.used = 0  # the cost of the active sessions
         self.ending = 0  # of the active: sessions whose end has begun; each frees its slot once its thread's step is done
         self.changed = asyncio.Event()
-        self.executor = ThreadPoolExecutor(max_workers=max(self.limit, 1), thread_name_prefix="live")
+        self.costs = threading.Lock()  # ``used`` changes in the event loop (take, give_back) and in a session's thread (grow)
+        self.executor = ThreadPoolExecutor(max_workers=max(self.budget // TEXT_ONLY_COST, 1), thread_name_prefix="live")
+
+    def _reserve(self) -> bool:
+        with self.costs:
+            if self.used + TEXT_ONLY_COST > self.budget:
+                return False
+            self.used += TEXT_ONLY_COST
+            self.active += 1
+            return True
 
     async def take(self, wait_s: float = SLOT_WAIT_S) -> Slot | None:
-        """A slot, or None when every slot stays taken. A client that opens its next session as soon as
+        """A slot, or None when there stays no room. A client that opens its next session as soon as
         the last one closed is not refused as busy: it waits ``wait_s`` for that session's end to begin
         (its close frame crosses the new connection), then for as long as the ending session's thread
         takes to finish its step (on a busy machine, seconds), up to ``ENDING_WAIT_S``."""
         started = time.monotonic()
-        while self.active >= self.limit:
+        while not self._reserve():
             self.changed.clear()
             waited = time.monotonic() - started
             patience = ENDING_WAIT_S if self.ending else wait_s
@@ -89,17 +101,28 @@ class LiveSlots:
             except TimeoutError:
                 if not self.ending or time.monotonic() - started >= ENDING_WAIT_S:
                     return None
-        self.active += 1
         return Slot(self)
 
 
 class Slot:
-    """One session's hold on ``LiveSlots``: ``ending`` when its end begins, ``give_back`` once (its thread done)."""
+    """One session's hold on ``LiveSlots``: ``grow`` to a session with speakers' cost, ``ending`` when its
+    end begins, ``give_back`` once (its thread done)."""
 
     def __init__(self, slots: LiveSlots) -> None:
         self.slots = slots
+        self.cost = TEXT_ONLY_COST
         self.is_ending = False
         self.given_back = False
+
+    def grow(self, diarize: bool) -> bool:
+        """Take the cost of the session as its first audio starts it; False (and nothing taken) when it does not fit."""
+        cost = session_cost(diarize)
+        with self.slots.costs:
+            if self.slots.used - self.cost + cost > self.slots.budget:
+                return False
+            self.slots.used += cost - self.cost
+            self.cost = cost
+            return True
 
     def ending(self) -> None:
         if not self.is_ending and not self.given_back:
@@ -110,9 +133,15 @@ class Slot:
     def give_back(self) -> None:
         if not self.given_back:
             self.given_back = True
-            self.slots.active -= 1
+            with self.slots.costs:
+                self.slots.active -= 1
+                self.slots.used -= self.cost
             self.slots.ending -= self.is_ending
             self.slots.changed.set()
+
+
+class AtCapacity(Exception):
+    """A session's first audio asks for speakers and the server has no room for a session with them."""
 
 
 def _offered_key(websocket: WebSocket) -> tuple[bytes | None, bool]:
@@ -151,10 +180,11 @@ async def realtime(websocket: WebSocket) -> None:
                       "invalid_intent", 1008)
         return
     slot = await slots.take()
+    busy = (f"the server is at capacity ({slots.limit} live sessions with speakers or {slots.budget // TEXT_ONLY_COST} text-only, "
+            "LIVE_MAX_SESSIONS); try again later")
     if slot is None:
         app.state.metrics.live_refused.labels("capacity").inc()
-        await _refuse(websocket, f"the server is at capacity ({slots.limit} live sessions, LIVE_MAX_SESSIONS); try again later",
-                      "server_busy", 1013, kind="server_error")
+        await _refuse(websocket, busy, "server_busy", 1013, kind="server_error")
         return
     app.state.metrics.live_sessions.inc()
 
@@ -165,9 +195,15 @@ async def realtime(websocket: WebSocket) -> None:
             slot.give_back()
             app.state.metrics.live_sessions.dec()
 
+    def admit(diarize: bool) -> None:
+        """Called in the session's thread as its first audio starts it: its cost taken, or ``AtCapacity``."""
+        if not slot.grow(diarize):
+            app.state.metrics.live_refused.labels("capacity").inc()
+            raise AtCapacity(busy)
+
     try:
         await Connection(websocket, handler, settings, slots.executor, release, slot.ending,
-                         alone=lambda: slots.active <= 1, lookahead_s=slots.lookahead_s).run()
+                         alone=lambda: slots.active <= 1, lookahead_s=slots.lookahead_s, admit=admit).run()
     finally:
         release()
 
@@ -187,7 +223,8 @@ class Connection:
 
     def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor,
                  release: Callable[[], None] = lambda: None, ending: Callable[[], None] = lambda: None,
-                 alone: Callable[[], bool] = lambda: True, lookahead_s: float = 0.0) -> None:
+                 alone: Callable[[], bool] = lambda: True, lookahead_s: float = 0.0,
+                 admit: Callable[[bool], None] = lambda diarize: None) -> None:
         self.websocket = websocket
         self.handler = handler
         self.limits = settings
@@ -196,6 +233,7 @@ class Connection:
         self.ending = ending  # said once the session's end has begun (client gone, idle, expired, closing)
         self.alone = alone  # whether no other live session is open now (LiveSession.alone: the lookahead)
         self.lookahead_s = lookahead_s
+        self.admit = admit  # the session's cost taken as its first audio starts it (``AtCapacity`` when it does not fit)
         self.id = new_id("sess")
         self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
@@ -345,6 +383,11 @@ class Connection:
                     continue
                 except RequestAbandoned:
                     return
+                except AtCapacity as error:
+                    await self.send(error_event(str(error), "server_busy", kind="server_error"))
+                    self.release()
+                    await self.close(1013)
+                    return
                 finally:
                     if step.done():  # cancelled while the thread works on: run() waits for the step before the slot frees
                         self.running = None
@@ -391,7 +434,9 @@ class Connection:
                 raise InvalidRequestError("the input audio buffer is empty; nothing to commit")
             if kind != "audio":
                 return [Cleared()] if kind == "clear" else []
-            self.session = LiveSession(self.handler, self._live_config(), new_id=new_id, should_stop=self.stopped.is_set)
+            config = self._live_config()
+            self.admit(config.diarize)
+            self.session = LiveSession(self.handler, config, new_id=new_id, should_stop=self.stopped.is_set)
         session = self.session
         session.shedding = self.lag.shedding  # late: fewer interim decodes until it has caught up
         session.alone = self.alone()
