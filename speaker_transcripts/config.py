@@ -254,8 +254,9 @@ class ServerSettings(BaseSettings):
         default=None,
         ge=0,
         le=256,
-        description="Live sessions at once. `auto` (unset): 2 where Whisper's encoder is fast (a GPU, or bfloat16 on a CPU that "
-        "computes it natively), 1 on a CPU without; one more is refused with `server_busy` and close code 1013.",
+        description="Live sessions with speakers at once; a text-only one costs two thirds of one (the room of 2 holds 3 "
+        "text-only sessions). `auto` (unset): 2 where Whisper's encoder is fast (a GPU, or bfloat16 on a CPU that computes it "
+        "natively), 1 on a CPU without; one more is refused with `server_busy` and close code 1013.",
     )
     live_idle_timeout_s: float = Field(
         default=60.0, gt=0, description="A live session that sends no audio for this long is closed (`session_idle`)."

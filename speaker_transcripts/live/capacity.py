@@ -1,19 +1,15 @@
 """How much live work a server takes on: sessions at once and the lookahead, chosen from the machine.
 
 Whisper's encoder is most of what a live decode costs, and how fast it runs decides what the live
-defaults can afford. Measured with ``bench/live.py`` (whisper-base, 2 cores, docs/performance.md round
-ten): on a CPU that computes bfloat16 natively (AVX-512 BF16), two sessions with speakers keep real
-time (1.03-1.04 x) and one alone can spend the 3-s lookahead's 30-s window (final WER 11.5 -> 9.8 %).
-On an AVX2-only CPU the encoder stays float32 (about 3.6 s for a 30-s window on one core of that
-machine): two sessions with speakers fell to 1.73 x real time with words 24-29 s late, one alone to
-1.13 x with the lookahead and 1.06-1.07 x without. A second session there only makes both late, so a server
-left to choose (``LIVE_MAX_SESSIONS`` / ``LIVE_LOOKAHEAD_S`` unset or ``auto``) takes one session and no
-lookahead on such a CPU; a value set is used as it is.
+defaults can afford: where it computes bfloat16 natively (AVX-512 BF16, a GPU) two sessions with
+speakers keep real time and one alone can spend the lookahead; on an AVX2-only CPU a second session
+only makes both late, so a server left to choose (``LIVE_MAX_SESSIONS`` / ``LIVE_LOOKAHEAD_S`` unset or
+``auto``) takes one session and no lookahead there; a value set is used as it is (docs/performance.md,
+"Live sessions").
 
 Sessions are admitted by what they cost (``session_cost``): ``max_sessions`` is how many sessions with
 speakers run at once, and a text-only session, which runs no diarizer beside its decodes, costs two
-thirds of one, so the room of two with speakers holds three text-only (three keep real time where two
-with speakers do, bench/live.py --no-diarize).
+thirds of one, so the room of two with speakers holds three text-only.
 """
 
 from __future__ import annotations

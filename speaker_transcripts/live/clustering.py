@@ -54,12 +54,10 @@ class OnlineClustering:
             self.sums.append(_unit(np.asarray(embedding, dtype=np.float64)))
             self.known.add(name)
 
-    def assign(self, embeddings: np.ndarray, speech_share: Sequence[float], taken: Collection[str] = (),
-               learn: bool = True) -> list[str | None]:
+    def assign(self, embeddings: np.ndarray, speech_share: Sequence[float], taken: Collection[str] = ()) -> list[str | None]:
         """The global label of each local speaker (rows of ``embeddings``; a NaN row is a voice too
         short to embed, or one labelled already), or None when it stays unlabelled for this window.
-        ``taken``: labels the window's other voices already have, which none of these may get;
-        ``learn`` False: no centroid moves and no speaker is founded (a voice matching none stays unlabelled)."""
+        ``taken``: labels the window's other voices already have, which none of these may get."""
         from scipy.optimize import linear_sum_assignment
 
         count = len(embeddings)
@@ -80,10 +78,10 @@ class OnlineClustering:
                 if distance[row, column] < limits[column]:
                     local = usable[row]
                     result[local] = self.labels[column]
-                    if learn and self.labels[column] not in self.known and speech_share[local] >= self.settings.min_new_speech:
+                    if self.labels[column] not in self.known and speech_share[local] >= self.settings.min_new_speech:
                         self.sums[column] = self.sums[column] + vectors[row]
         for position, local in enumerate(usable):
-            if learn and result[local] is None and speech_share[local] >= self.settings.min_new_speech and len(self.labels) < self.settings.max_speakers:
+            if result[local] is None and speech_share[local] >= self.settings.min_new_speech and len(self.labels) < self.settings.max_speakers:
                 label = f"SPEAKER_{self._anonymous:02d}"
                 self._anonymous += 1
                 self.labels.append(label)

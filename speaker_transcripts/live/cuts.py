@@ -1,21 +1,13 @@
 """Where a live turn's decoded buffer is cut, so its words become final (with their speakers) while the turn goes on.
 
-A turn's words are final, and go out in segments with a speaker, once the stretch they lie in is cut
-off the decoded buffer and decoded once more, whole (``session.py``). A turn that runs on without a
-pause (a phone call, a quick exchange, a meeting) would otherwise wait for its end or for the
-buffer to outgrow Whisper's window. So the buffer is cut at the latest of:
-
-- the end of a sentence among the words already sent (``ends_sentence``), once the stretch before it
-  is ``MIN_STRETCH_S`` long;
-- a change of speaker the live diarizer's final timeline sees between two of those words (the first
-  word of the new speaker covered by the timeline), at the end of the last word before it;
-
-and, where neither comes (a speaker who runs sentences together, as people in meetings do), once the
-buffer is ``CLAUSE_S`` long, at the last clause end sent (a comma, a semicolon, a colon) or else at the
-longest pause of ``PAUSE_S`` or more between two words sent; past ``RUN_ON_S`` at the last word sent,
-mid-sentence (Whisper's word times absorb most pauses), so that no word waits for its speaker longer
-than a few seconds, and a decode never hears more than Whisper's window. A cut ends a segment too: the
-words before it may go out whole. Pure Python on ``transcript.Chunk`` words.
+A turn's words go out in segments with a speaker once the stretch they lie in is cut off the decoded
+buffer and decoded once more, whole (``session.py``); a turn that runs on without a pause would
+otherwise wait for its end. The buffer is cut at the latest sentence end among the words sent (once
+the stretch before it is ``MIN_STRETCH_S`` long) or change of speaker the live diarizer's final
+timeline sees; where neither comes, once the buffer is ``CLAUSE_S`` long, at the last clause end sent
+or else the longest pause of ``PAUSE_S`` or more; past ``RUN_ON_S`` at the last word sent, so that no
+word waits for its speaker more than a few seconds. A cut ends a segment too. Pure Python on
+``transcript.Chunk`` words.
 """
 
 from __future__ import annotations

@@ -96,17 +96,17 @@ class LiveDiarizer:
             self._run_window(read, self.next_end)
             self.next_end += self._step
         if final and available > self.next_end - self._step:
-            self._run_window(read, available, on_grid=False)
+            self._run_window(read, available)
         if self._frame_s is None:
             return []
         until = available / self.sampling_rate if final else available / self.sampling_rate - self.settings.latency_s
         return self._finalise(until)
 
-    def _run_window(self, read: Callable[[int, int], np.ndarray], end: int, on_grid: bool = True) -> None:
-        """One window ending at ``end`` added to the timeline. A window off the step grid (the last one of a
-        final ``advance``, whose end is wherever a turn ended) labels its voices but teaches the clustering
-        nothing and is not the window the next one tracks from: whether it runs depends on how far the
-        diarizer had got when the turn ended, so on the machine's load, and the speakers must not."""
+    def _run_window(self, read: Callable[[int, int], np.ndarray], end: int) -> None:
+        """One window ending at ``end`` added to the timeline (the last one of a final ``advance`` ends
+        wherever the turn ended, off the step grid: whether it runs depends on how far the diarizer had
+        got, so on load; it still teaches the clustering, which kept the counts right more often than a
+        grid-only clustering, docs/performance.md, "Live on real dialogue")."""
         import torch
 
         start = end - self._window
@@ -119,7 +119,7 @@ class LiveDiarizer:
             frames = activity.shape[0]
             if self._frame_s is None:
                 self._frame_s = self.settings.window_s / frames
-            labels = self._labels(waveform, activity, on_grid)
+            labels = self._labels(waveform, activity)
         first = round(start / self.sampling_rate / self._frame_s)
         self._grow(first + frames)
         offset = first - self._start_frame
@@ -131,16 +131,15 @@ class LiveDiarizer:
                 track = self._activity.setdefault(label, np.zeros_like(self._weights))
                 track[lo : offset + frames] += (weight * activity[:, local])[lo - offset :]
 
-    def _labels(self, waveform: Any, activity: np.ndarray, on_grid: bool = True) -> list[str | None]:
+    def _labels(self, waveform: Any, activity: np.ndarray) -> list[str | None]:
         """The session label of each local speaker of the window (None: silent or unknown yet): the
         label of the voice segmentation followed from the window before, or the clustering's for the
         embeddings of the others (of every voice, one window in ``embed_every``)."""
         import torch
 
         share = activity.mean(axis=0)
-        tracking = on_grid and self._windows_run % self.settings.embed_every
-        labels = self._tracked(activity) if tracking else [None] * activity.shape[1]
-        self._windows_run += on_grid
+        labels = self._tracked(activity) if self._windows_run % self.settings.embed_every else [None] * activity.shape[1]
+        self._windows_run += 1
         talking = [local for local in range(activity.shape[1]) if share[local] > 0 and labels[local] is None]
         if talking:
             alone = activity * (activity.sum(axis=1, keepdims=True) < 2)
@@ -148,10 +147,9 @@ class LiveDiarizer:
             embeddings = np.full((activity.shape[1], self._dimension()), np.nan)
             vectors = self._embedding(waveform.repeat(len(talking), 1, 1), torch.from_numpy(masks))
             embeddings[talking] = np.asarray(vectors, dtype=np.float64)
-            clustered = self.clustering.assign(embeddings, list(share), taken={label for label in labels if label}, learn=on_grid)
+            clustered = self.clustering.assign(embeddings, list(share), taken={label for label in labels if label})
             labels = [label or clustered[local] for local, label in enumerate(labels)]
-        if on_grid:
-            self._previous = (activity, labels)
+        self._previous = (activity, labels)
         return labels
 
     def _tracked(self, activity: np.ndarray) -> list[str | None]:

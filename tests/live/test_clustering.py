@@ -67,13 +67,3 @@ def test_a_voice_whose_windows_each_fell_short_of_its_clip_takes_the_name_when_i
     labels = SpokenLabels(["Ada"], named=clustering.known_name)
     assert [labels("SPEAKER_01"), labels("SPEAKER_00")] == ["SPEAKER_00", "Ada"]
 
-
-def test_a_window_off_the_step_grid_labels_voices_but_teaches_the_clustering_nothing():
-    """``learn=False`` (the last window of a final step, whose end depends on how far the diarizer had got):
-    a known voice gets its label, a new one none, and no centroid moves, so the speakers found do not depend on
-    the machine's load."""
-    clustering = OnlineClustering(ClusteringSettings())
-    assert clustering.assign(np.array([[1.0, 0.0, 0.0]]), [0.5]) == ["SPEAKER_00"]
-    before = [total.copy() for total in clustering.sums]
-    assert clustering.assign(np.array([[0.9, 0.1, 0.0], [0.0, 0.0, 1.0]]), [0.5, 0.5], learn=False) == ["SPEAKER_00", None]
-    assert clustering.labels == ["SPEAKER_00"] and all(np.array_equal(a, b) for a, b in zip(before, clustering.sums, strict=True))
