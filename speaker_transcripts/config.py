@@ -291,6 +291,11 @@ class ServerSettings(BaseSettings):
         description="Client secrets (`POST /v1/realtime/client_secrets`) held at once, unexpired; one more is 429. 0 turns "
         "minting off (404).",
     )
+    webrtc: bool = Field(
+        default=True,
+        description="`false` turns WebRTC calls (`POST /v1/realtime/calls`) off (404): the page then records over the "
+        "WebSocket, which needs no UDP.",
+    )
     webrtc_hosts: str = Field(
         default="",
         description="Comma-separated local IP addresses a WebRTC call receives media on (its host candidates); unset: every "

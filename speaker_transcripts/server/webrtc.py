@@ -139,6 +139,16 @@ class CallTransport:
             await self.peer.close()
 
 
+def without_mdns_candidates(sdp: str) -> str:
+    """The offer without its ``.local`` candidates: resolving them would send multicast DNS from the server.
+    The browser's checks reach the answer's candidates all the same (aioice learns its address from them)."""
+    def mdns(line: str) -> bool:
+        fields = line.split()
+        return line.startswith("a=candidate:") and len(fields) > 4 and fields[4].lower().endswith(".local")
+
+    return "".join(line for line in sdp.splitlines(keepends=True) if not mdns(line))
+
+
 def restrict_candidates(peer: RTCPeerConnection, hosts: Sequence[str], ports: tuple[int, int] | None) -> None:
     """Make ``peer`` gather host candidates on ``hosts`` (empty: aioice's addresses) and in ``ports``
     (None: any); call after the transports exist (``setRemoteDescription``, or ``addTrack`` and

@@ -25,7 +25,7 @@ from speaker_transcripts.server.errors import error_response, logger
 from speaker_transcripts.server.middleware import BEARER
 from speaker_transcripts.server.realtime_protocol import ProtocolError, SessionSettings, new_id, updated_settings
 from speaker_transcripts.server.routers.realtime import admit, busy_message, connection, releaser
-from speaker_transcripts.server.webrtc import EVENTS_LABEL, CallTransport, NoPortFree, restrict_candidates
+from speaker_transcripts.server.webrtc import EVENTS_LABEL, CallTransport, NoPortFree, restrict_candidates, without_mdns_candidates
 
 router = APIRouter()
 CONNECT_TIMEOUT_S = 30.0  # from the answer to the data channel's opening; a call that never connects frees its slot
@@ -44,6 +44,8 @@ async def create_call(request: Request) -> Response:
     """Open a WebRTC call: the SDP offer in, the answer out (``?intent=transcription``, the only intent served)."""
     app, path = request.app, request.url.path
     cors = _cors(request)
+    if not app.state.settings.webrtc:
+        return error_response(path, 404, "WebRTC calls are turned off here (WEBRTC=false); use the WebSocket, GET /v1/realtime", cors)
     intent = request.query_params.get("intent", "transcription")
     if intent != "transcription":
         return error_response(path, 400, f"intent {intent!r} is not served here: this server runs transcription sessions", cors)
@@ -70,7 +72,7 @@ async def create_call(request: Request) -> Response:
             transport.end()
 
     try:
-        await peer.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
+        await peer.setRemoteDescription(RTCSessionDescription(sdp=without_mdns_candidates(sdp), type="offer"))
         hosts = [host.strip() for host in settings.webrtc_hosts.split(",") if host.strip()]
         restrict_candidates(peer, hosts, settings.webrtc_port_range)
         await peer.setLocalDescription(await peer.createAnswer())
