@@ -551,3 +551,40 @@ def test_the_api_docs_render_from_this_server_alone(page, page_url):
     expect(page.locator(".opblock-summary-path", has_text="/v1/audio/transcriptions").first).to_be_visible(timeout=GUARD_MS)
     assert requested and all(url.startswith(page_url) for url in requested), [url for url in requested if not url.startswith(page_url)]
     assert not page.problems, page.problems
+
+
+def test_the_example_app_records_the_microphone_over_webrtc_from_another_origin(browser, real_handler):
+    """examples/webrtc-transcription as its README runs it: its backend (another origin, in ALLOWED_ORIGINS)
+    mints a secret with the key, its page opens a call with the secret and shows each turn's text."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    origin = f"http://127.0.0.1:{port}"
+    settings = ServerSettings(api_key="sk-example", allowed_origins=origin)
+    with serving(create_app(lambda: real_handler, settings), settings) as base_url:
+        environment = {**os.environ, "SERVER_URL": base_url, "API_KEY": "sk-example", "PORT": str(port)}
+        backend = subprocess.Popen([sys.executable, str(ROOT / "examples" / "webrtc-transcription" / "backend.py")], env=environment)
+        context = browser.new_context()
+        try:
+            for _ in range(600):  # up once it answers (the guard turns a backend that never starts into a failure)
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(origin + "/").status_code == 200:
+                        break
+                time.sleep(0.1)
+            page = context.new_page()
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+            page.goto(origin + "/")
+            page.get_by_role("button", name="Start").click()
+            expect(page.locator("#status")).to_have_text("listening", timeout=GUARD_MS)
+            expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)
+            page.get_by_role("button", name="Stop").click()
+            assert problems == []
+        finally:
+            context.close()
+            backend.terminate()
+            backend.wait(timeout=30)
