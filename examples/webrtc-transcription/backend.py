@@ -24,7 +24,7 @@ SESSION = {"type": "transcription", "audio": {"input": {"transcription": {"model
 
 
 class Backend(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         if self.path == "/":
             self._answer(200, "text/html; charset=utf-8", PAGE.replace(b"http://localhost:8000", SERVER_URL.encode()))
         elif self.path == "/token":

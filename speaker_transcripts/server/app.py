@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.console import show_package_log_unless_configured
 from speaker_transcripts.live.capacity import live_capacity
+from speaker_transcripts.server.client_secrets import ClientSecrets
 from speaker_transcripts.server.errors import (
     ClientFaultsInOneLine,
     ModelLoadError,
@@ -43,7 +44,6 @@ from speaker_transcripts.server.middleware import (
     SecurityHeaders,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.client_secrets import ClientSecrets
 from speaker_transcripts.server.routers import (
     client_secrets,
     diarization,

@@ -257,9 +257,9 @@ class HeaderGate:
         elif self._expected is not None and (scope["method"] == "POST" or scope["path"].startswith(self._protected_prefixes)):
             scheme, _, token = (authorizations[0] if authorizations else b"").partition(b" ")
             # constant-time comparison: no guessing the key by timing
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._expected):
-                if not self._realtime_pass(scope, token.strip() if scheme.lower() == b"bearer" else None):
-                    refusal = (401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
+            right_key = scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._expected)
+            if not right_key and not self._realtime_pass(scope, token.strip() if scheme.lower() == b"bearer" else None):
+                refusal = (401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
         if refusal is None:
             await self.app(scope, receive, send)
             return

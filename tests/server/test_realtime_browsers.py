@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import httpx
 import numpy as np
 import pytest
+from aiortc import MediaStreamTrack
 from servers import serving
 from webrtc_client import Call, ClipTrack
 from websockets.asyncio.client import connect
@@ -320,3 +321,29 @@ def test_calls_can_be_turned_off(live_handler):
         assert httpx.get(url + "/ready").json()["realtime"] == {"webrtc": False, "client_secrets": True}
         answer = httpx.post(url + "/v1/realtime/calls", content=b"v=0", headers={"Content-Type": "application/sdp"})
         assert answer.status_code == 404 and "WEBRTC=false" in answer.json()["error"]["message"]
+
+
+class Mute(MediaStreamTrack):
+    """A microphone that sends nothing."""
+
+    kind = "audio"
+
+    async def recv(self):
+        await asyncio.Event().wait()
+
+
+def test_a_call_that_sends_no_audio_is_closed_at_the_idle_limit_and_frees_its_slot(live_handler):
+    settings = ServerSettings(live_idle_timeout_s=1, live_max_sessions=1)
+    app = create_app(lambda: live_handler, settings)
+    with serving(app, settings) as url:
+        async def scenario() -> list[dict]:
+            call = Call(Mute())
+            answer = await post_offer(url, await call.offer(), "unused")
+            await call.answer(answer.text)
+            events = await call.until(lambda events: any(event["type"] == "error" for event in events))
+            await slots_free(app)
+            await call.hang_up()
+            return events
+
+        events = asyncio.run(scenario())
+    assert [event["error"]["code"] for event in events if event["type"] == "error"] == ["session_idle"]

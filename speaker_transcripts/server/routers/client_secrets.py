@@ -44,18 +44,18 @@ async def client_secrets(request: Request) -> JSONResponse:
 
 
 def _parsed(body: Any) -> tuple[int, dict[str, Any]]:
-    """The secret's lifetime and its sessions' starting configuration, or a ValueError saying what is wrong."""
+    """The secret's lifetime and its sessions' starting configuration, or a ProtocolError saying what is wrong."""
     if not isinstance(body, dict):
-        raise ValueError("the body is a JSON object: {\"expires_after\": {\"seconds\": 600}, \"session\": {...}}")
+        raise ProtocolError("the body is a JSON object: {\"expires_after\": {\"seconds\": 600}, \"session\": {...}}")
     expires_after = body.get("expires_after") or {}
     if not isinstance(expires_after, dict):
-        raise ValueError("expires_after is an object: {\"anchor\": \"created_at\", \"seconds\": 600}")
+        raise ProtocolError("expires_after is an object: {\"anchor\": \"created_at\", \"seconds\": 600}")
     if expires_after.get("anchor", "created_at") != "created_at":
-        raise ValueError("expires_after.anchor is 'created_at'")
+        raise ProtocolError("expires_after.anchor is 'created_at'")
     ttl_s = expires_after.get("seconds", DEFAULT_TTL_S)
     if type(ttl_s) is not int or not MIN_TTL_S <= ttl_s <= MAX_TTL_S:
-        raise ValueError(f"expires_after.seconds is a whole number from {MIN_TTL_S} to {MAX_TTL_S}")
+        raise ProtocolError(f"expires_after.seconds is a whole number from {MIN_TTL_S} to {MAX_TTL_S}")
     session = body.get("session") or {"type": "transcription"}
     if not isinstance(session, dict):
-        raise ValueError("session is an object, as a session.update's session")
+        raise ProtocolError("session is an object, as a session.update's session")
     return ttl_s, session

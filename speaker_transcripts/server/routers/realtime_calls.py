@@ -25,7 +25,13 @@ from speaker_transcripts.server.errors import error_response, logger
 from speaker_transcripts.server.middleware import BEARER
 from speaker_transcripts.server.realtime_protocol import ProtocolError, SessionSettings, new_id, updated_settings
 from speaker_transcripts.server.routers.realtime import admit, busy_message, connection, releaser
-from speaker_transcripts.server.webrtc import EVENTS_LABEL, CallTransport, NoPortFree, restrict_candidates, without_mdns_candidates
+from speaker_transcripts.server.webrtc import (
+    EVENTS_LABEL,
+    CallTransport,
+    NoPortFree,
+    restrict_candidates,
+    without_mdns_candidates,
+)
 
 router = APIRouter()
 CONNECT_TIMEOUT_S = 30.0  # from the answer to the data channel's opening; a call that never connects frees its slot
