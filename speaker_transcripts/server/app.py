@@ -98,6 +98,8 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         for log, each in itertools.product(logs, filters):
             log.removeFilter(each)
         app.state.queue.close()
+        for call in list(app.state.calls.values()):  # WebRTC calls hang up with the server
+            await call.close(1001)
         app.state.live.executor.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(

@@ -347,3 +347,29 @@ def test_a_call_that_sends_no_audio_is_closed_at_the_idle_limit_and_frees_its_sl
 
         events = asyncio.run(scenario())
     assert [event["error"]["code"] for event in events if event["type"] == "error"] == ["session_idle"]
+
+
+def test_media_ports_stay_in_webrtc_ports_and_a_call_finding_none_free_is_503(live_handler):
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a port free now, for a range of one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = ServerSettings(webrtc_ports=f"{port}-{port}", live_max_sessions=2)
+    app = create_app(lambda: live_handler, settings)
+    with serving(app, settings) as url:
+        async def scenario() -> tuple[str, httpx.Response]:
+            first, second = Call(ClipTrack(np.zeros(16000 * 60, dtype=np.float32))), Call(ClipTrack(np.zeros(16000, dtype=np.float32)))
+            answer = await post_offer(url, await first.offer(), "unused")
+            await first.answer(answer.text)
+            await first.until(lambda events: bool(events))
+            refused = await post_offer(url, await second.offer(), "unused")  # the range's one port is the first call's
+            assert app.state.live.active == 1  # the refused call took no slot
+            await first.hang_up()
+            await slots_free(app)
+            return answer.text, refused
+
+        sdp, refused = asyncio.run(scenario())
+    candidates = [line.split() for line in sdp.splitlines() if line.startswith("a=candidate:")]
+    assert candidates and {(fields[4], int(fields[5])) for fields in candidates} == {("127.0.0.1", port)}
+    assert refused.status_code == 503 and "WEBRTC_PORTS" in refused.json()["error"]["message"]
