@@ -86,6 +86,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--manifest", type=Path, default=ROOT.parent / "shared" / "dev-audio" / "manifest.json")
     parser.add_argument("--conversations", nargs="+", default=["conv01", "conv03"], help="manifest entries whose name starts so")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "live-webrtc.json")
+    parser.add_argument("--keep-audio", action="store_true", help="save the audio the server received, per route, beside --out")
     return parser.parse_args(argv)
 
 
@@ -96,6 +97,7 @@ class Recorder:
         self.first_audio: float | None = None
         self.latencies: list[float] = []
         self.completed: list[str] = []
+        self.received: list[bytes] = []  # the session's audio as it arrived (16 kHz both ways here): --keep-audio
 
     def install(self) -> None:
         from speaker_transcripts.live.events import TranscriptCompleted, TranscriptDelta
@@ -114,13 +116,14 @@ class Recorder:
         async def append(connection: Any, pcm: bytes, client_event_id: str | None) -> bool:
             if self.first_audio is None and pcm:  # the first chunk's first sample: its duration before it arrived
                 self.first_audio = time.monotonic() - len(pcm) / 2 / (connection.transport.media_rate or connection.read_rate)
+            self.received.append(pcm)
             return await original_append(connection, pcm, client_event_id)
 
         realtime.server_event = server_event
         realtime.Connection._append = append
 
     def reset(self) -> None:
-        self.first_audio, self.latencies, self.completed = None, [], []
+        self.first_audio, self.latencies, self.completed, self.received = None, [], [], []
 
 
 def serve(settings: Any) -> tuple[Any, str]:
@@ -197,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                     "server_cpu_s_per_audio_s": round((used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime) / seconds, 3),
                 })
                 print(json.dumps(rows[-1]), flush=True)
+                if arguments.keep_audio:
+                    arguments.out.parent.mkdir(parents=True, exist_ok=True)
+                    (arguments.out.parent / f"{Path(entry.name).stem}-{mode}.pcm").write_bytes(b"".join(recorder.received))
             browser.close()
     with open("/proc/loadavg") as loadavg:
         report = {"rows": rows, "loadavg_after": loadavg.read().split()[:3], "asr_model": app.state.handler.configured.asr_model}

@@ -83,6 +83,7 @@ def test_a_call_opened_with_a_client_secret_transcribes_its_track_and_speaks_the
         assert answer.status_code == 201, answer.text
         assert answer.headers["content-type"].startswith("application/sdp")
         assert re.fullmatch(r"/v1/realtime/calls/rtc_\w+", answer.headers["location"])
+        assert re.search(r"^a=fmtp:\d+ maxaveragebitrate=96000\r$", answer.text, re.MULTILINE)  # Opus at up to 96 kbit/s
         await call.answer(answer.text)
         await call.until(lambda events: events and events[0]["type"] == "session.created")
         call.send({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {"transcription": {"prompt": "Directions."}}}}})

@@ -27,9 +27,11 @@ from speaker_transcripts.server.realtime_protocol import ProtocolError, SessionS
 from speaker_transcripts.server.routers.realtime import admit, busy_message, connection, releaser
 from speaker_transcripts.server.webrtc import (
     EVENTS_LABEL,
+    OPUS_MAX_BITRATE,
     CallTransport,
     NoPortFree,
     restrict_candidates,
+    with_opus_bitrate,
     without_mdns_candidates,
 )
 
@@ -97,7 +99,8 @@ async def create_call(request: Request) -> Response:
     task = asyncio.ensure_future(_run(app, call_id, transport, slot, release, start))
     app.state.call_tasks.add(task)  # held: the loop keeps only weak references to tasks
     task.add_done_callback(app.state.call_tasks.discard)
-    return Response(peer.localDescription.sdp, status_code=201, media_type="application/sdp",
+    answer = with_opus_bitrate(peer.localDescription.sdp, OPUS_MAX_BITRATE)
+    return Response(answer, status_code=201, media_type="application/sdp",
                     headers={**cors, "Location": f"/v1/realtime/calls/{call_id}"})
 
 
