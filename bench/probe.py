@@ -3,46 +3,12 @@ bad or heavy input against the product run as a user runs it (``speaker-transcri
 subprocess with its memory watched, the CLI's commands), a module per surface in ``bench/probes/``.
 
     python bench/probe.py [--surfaces http connections tls cross_site speakers memory model_cache batch live voice_library]
-                          [--asr-model whisper-tiny.en] [--variants 8] [--seed 0] [--batch-files 1000]
+                          [--asr-model whisper-tiny.en] [--variants 8] [--seed 0] [--batch-files 1000] [--tls-connections 3000]
 
-Surfaces (each draws fresh random sizes, positions and values every run; never the test suite's inputs):
-
-- ``http`` (``probes/http_requests.py``; server with ``API_KEY``, ``MAX_UPLOAD_MB=5``, ``MAX_AUDIO_SECONDS=120``,
-  ``MAX_QUEUE=4``, ``REQUEST_TIMEOUT_S=60``, no diarization): undecodable and truncated audio, random channel
-  counts, NaN/Inf in float WAVs, JSON nested thousands deep in the body, ``parameters``, multipart and the
-  query, huge integers, special tokens and huge values in ``prompt``, every parameter out of range; the
-  heaviest requests the documented ranges allow (peak RSS above idle); decoder bombs (a rate of a few Hz,
-  streamed WAVs with no length, still-image video beside the audio); small bodies whose parameters hold very
-  long lists (answer size, time, ``/health`` meanwhile); the OpenAI form's ``model`` with text no header
-  may carry.
-- ``connections`` (``probes/connections.py``): slowloris heads and stalled bodies, 20 clients hanging up
-  mid-request, connections that drip bodies no route reads at the connection cap (``/health`` timed),
-  request heads of random sizes up to 64 MB, ``Expect: 100-continue`` over the upload limit.
-- ``tls`` (``probes/tls.py``; ``serve --ssl-certfile``, ``HEADER_TIMEOUT_S=5``): five floods of
-  ``--tls-connections`` connections that send nothing or part of a ClientHello (descriptors held at most,
-  RSS after each flood, ``/health`` meanwhile), plain HTTP on the TLS port.
-- ``cross_site`` (``probes/tls.py``; no ``API_KEY``): enrolments from random other origins, ``null`` and
-  ``Sec-Fetch-Site``, reads under rebound DNS names, a live session from another origin.
-- ``speakers``: a server diarizing with the embedded pipeline: known speakers with 36-64-character names in
-  subtitles (no word split), the mass hang-up again.
-- ``memory`` (``probes/memory.py``): a server on the documented defaults: 95-MB samples array, many-channel
-  8-bit WAV, WAV of silence, 17 concurrent 95-MB uploads; peak RSS against bounds derived from the settings.
-- ``model_cache`` (``probes/model_cache.py``): a damaged model cache, refused with the index unreachable and
-  pulled again with it.
-- ``batch`` (``probes/batch.py``): hundreds of tiny files with a FIFO, a name with a newline, a symlink loop
-  under a glob and a self-naming manifest, a second job on the same ``--out``; and ``--batch-files`` clips of
-  the two readers under odd names, diarized and linked, killed with SIGKILL a third of the way and resumed:
-  one row per file, none lost or duplicated, ``speakers.json`` agreeing with the rows.
-- ``live`` (``probes/live.py``; the embedded diarization, ``LIVE_IDLE_TIMEOUT_S=5``): ``session.update`` floods carrying known-speaker
-  clips or 900-kB prompts (memory while they come and after), a client sending at socket speed that answers
-  pings (slowed, not dropped), frames without audio every second (closed as idle), JSON nested tens of
-  thousands deep, a model name with control characters or of 900 kB, loose values (each an ``error`` event,
-  the session going on).
-- ``voice_library`` (``probes/voice_library.py``): ``speakers add`` given a 100-MB and a 3-hour clip, a file
-  that is not audio, a FIFO, a library it cannot write, two enrolments of one name at once.
-
-Prints a table per class; exits 1 on any 500, a request that got no answer, a lock-out, garbage served from a
-damaged cache, or a class that does not hold (each printed as ``FAILURE:``).
+Each surface draws fresh random sizes, positions and values every run, never the test suite's inputs;
+what each one sends is listed in bench/README.md ("Probes"). Prints a table per class; exits 1 on any
+500, a request that got no answer, a lock-out, garbage served from a damaged cache, or a class that
+does not hold (each printed as ``FAILURE:``).
 """
 
 from __future__ import annotations

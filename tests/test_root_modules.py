@@ -34,7 +34,7 @@ def test_config_is_the_packages_settings_and_reads_the_environment_on_first_use(
     config.__dict__.pop("model_settings", None)
     monkeypatch.setenv("ASR_MODEL", "whisper-tiny.en")
     monkeypatch.setenv("DIARIZATION_MODEL", "pyannote-campplus")
-    from config import model_settings  # noqa: PLC0415 (the blog's own import, after the environment is set)
+    from config import model_settings
 
     assert (model_settings.asr_model, model_settings.diarization_model) == ("whisper-tiny.en", "pyannote-campplus")
     config.__dict__.pop("model_settings", None)
@@ -47,7 +47,7 @@ def test_diarize_as_the_blogs_handler_calls_it(blog_modules, speech_wav):
     from config import InferenceConfig
     from diarization_utils import diarize
 
-    parameters = InferenceConfig(**{"num_speakers": 2, "language": "en"})
+    parameters = InferenceConfig(num_speakers=2, language="en")
     asr_outputs = {
         "text": " Go forward, ten meters.",
         "chunks": [{"text": " Go forward,", "timestamp": (0.1, 1.2)}, {"text": " ten meters.", "timestamp": (1.5, None)}],

@@ -2,7 +2,7 @@
 # Build the image where no container registry is reachable (Debian's package archive and PyPI are enough):
 # a debian:bookworm-slim base made with debootstrap and imported into podman, then the Containerfile.
 #
-#   deploy/container/build-local.sh [TAG] [podman build options...]     e.g. --build-arg TORCH=cpu
+#   deploy/container/build-local.sh [TAG] [more options of the build]     e.g. --build-arg TORCH=cpu
 #
 # Needs podman, runc and debootstrap (apt-get install podman runc debootstrap) and root. This machine's CA
 # bundle is mounted into the build for pip (PIP_CERT), never copied into the image. Sandboxes that refuse
@@ -30,5 +30,5 @@ if [ -f "$ca" ]; then
   certificate=(--build-arg PIP_CERT=/run/host-ca.crt)
 fi
 echo "build-local: building $tag" >&2
-"${podman[@]}" build --format docker --network host "${limits[@]}" "${mount[@]}" "${certificate[@]}" -t "$tag" -f Containerfile "$@" .
+"${podman[@]}" build --format docker --build-arg BASE=debian:bookworm-slim --network host "${limits[@]}" "${mount[@]}" "${certificate[@]}" -t "$tag" -f Containerfile "$@" .
 "${podman[@]}" image ls "$tag"

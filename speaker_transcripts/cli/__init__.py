@@ -29,6 +29,12 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # what a shell reports for a command ended by Ctrl-C (128 + SIGINT)
 
 
+def described(docstring: str | None) -> str:
+    """A subcommand's ``--help`` description: its module docstring's first paragraph, as plain text
+    (the reST literals, ``KNOWN_SPEAKERS_DIR``, read as KNOWN_SPEAKERS_DIR)."""
+    return (docstring or "").split("\n\n")[0].replace("``", "")
+
+
 def usage() -> str:
     width = max(map(len, SUBCOMMANDS))
     lines = [f"  {name:{width}}  {summary}" for name, (_, summary) in SUBCOMMANDS.items()]

@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.cli.options import add_request_options, checked_parameters, model_settings
 from speaker_transcripts.console import one_line
 from speaker_transcripts.errors import InvalidRequestError
@@ -28,7 +29,7 @@ EXIT_USAGE = 2
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts batch", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts batch", description=described(__doc__))
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders, glob patterns, manifests (.txt) or URIs")
     parser.add_argument("--out", type=Path, required=True, help="folder for results.jsonl (and results.parquet)")
     parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl", help="rows as JSON lines, or Parquet too")

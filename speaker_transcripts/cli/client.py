@@ -7,8 +7,9 @@ The file goes base64-encoded in the blog's JSON payload ``{"inputs", "parameters
 exists); ``--raw`` sends the bytes themselves with an ``audio/*`` content type and the
 parameters in the query string (a third smaller upload). ``param=value`` pairs are handler
 parameters; values are read as JSON when they parse (``2``, ``true``) and as text otherwise.
-The token (``--token`` or ``HF_TOKEN``) is sent as ``Authorization: Bearer``; for a self-hosted
-server that is its ``API_KEY``.
+The key (``--api-key``/``--token``, else ``HF_TOKEN``, else ``API_KEY``) is sent as ``Authorization:
+Bearer``: an endpoint's Hugging Face token, or a self-hosted server's ``API_KEY``. ``--ca-cert``
+trusts a server whose certificate a private CA signed (``serve --ssl-certfile`` with your own CA).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
 from speaker_transcripts.output.formats import OUTPUT_FORMATS, render
 
@@ -29,11 +31,13 @@ EXIT_USAGE = 2
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts client", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts client", description=described(__doc__))
     parser.add_argument("audio", type=Path, help="the audio file to send")
     parser.add_argument("parameters", nargs="*", metavar="param=value", help="handler parameters, e.g. language=en")
     parser.add_argument("--url", required=True, help="endpoint URL, or http://host:port of a self-hosted server")
-    parser.add_argument("--token", default=os.environ.get("HF_TOKEN"), help="default: HF_TOKEN")
+    parser.add_argument("--api-key", "--token", dest="token", default=os.environ.get("HF_TOKEN") or os.environ.get("API_KEY"),
+                        help="the endpoint's Hugging Face token or the server's API_KEY (default: $HF_TOKEN, else $API_KEY)")
+    parser.add_argument("--ca-cert", type=Path, help="trust https:// servers whose certificate this CA (PEM) signed; as SSL_CERT_FILE does")
     parser.add_argument("--diarize", action=argparse.BooleanOptionalAction, help="ask for (or skip) speaker labels")
     add_known_speaker_options(parser)
     parser.add_argument("--format", choices=OUTPUT_FORMATS, default="json")
@@ -103,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"cannot read {arguments.audio}: {error.strerror}", file=sys.stderr)
         return EXIT_FAILED
+    if arguments.ca_cert is not None:
+        if not arguments.ca_cert.is_file():
+            print(f"--ca-cert {arguments.ca_cert}: no such file", file=sys.stderr)
+            return EXIT_USAGE
+        os.environ["SSL_CERT_FILE"] = str(arguments.ca_cert)  # both HTTP clients read it when they are made
+        from huggingface_hub import close_session
+
+        close_session()  # InferenceClient's shared client is made again, reading it
     try:
         if arguments.raw:
             content_type = mimetypes.guess_type(arguments.audio.name)[0] or "application/octet-stream"
@@ -110,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = send_base64(audio, arguments.url, arguments.token, parameters, arguments.timeout)
     except transport_errors() as error:  # one line, no traceback, token-free
-        message = str(error).replace(arguments.token, "***") if arguments.token else str(error)
-        print(f"request failed: {message}", file=sys.stderr)
+        print(f"request failed: {failure_line(error, arguments.token)}", file=sys.stderr)
         return EXIT_FAILED
     document = render(result, arguments.format)
     if arguments.out:
@@ -119,6 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.write(document)
     return 0
+
+
+def failure_line(error: Exception, token: str | None) -> str:
+    """What went wrong in one line a person can act on: an untrusted certificate says how to trust it,
+    an HTTP error its first line (not the client's link to a status code's web page), the key blanked."""
+    text = str(error)
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        reason = text.split("certificate verify failed:", 1)[-1].split("(_ssl")[0].strip(" :)")
+        text = f"the server's certificate is not trusted ({reason}): pass --ca-cert with the CA that signed it, or set SSL_CERT_FILE"
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("For more information")]
+    line = " ".join(lines) or type(error).__name__
+    return line.replace(token, "***") if token else line
 
 
 def _error_message(response: Any) -> str:

@@ -30,6 +30,8 @@ from huggingface_hub.utils._http import (
     default_client_factory,  # no public getter to restore it with
 )
 
+from speaker_transcripts.cli import described
+
 REDACTED = "***"
 # Inference Endpoints names: lowercase letters, digits and '-', not at either end, at most 32 characters.
 ENDPOINT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?")
@@ -91,7 +93,7 @@ class EndpointSpec:
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts deploy", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts deploy", description=described(__doc__))
     parser.add_argument(
         "--name", required=True, type=endpoint_name, help="endpoint name (lowercase letters, digits, '-'; at most 32)"
     )

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from speaker_transcripts.evaluation.evaluate import Evaluation, markdown, percent, summarise
-from speaker_transcripts.evaluation.scoring import load_manifest
+from speaker_transcripts.cli import described
 
 MANIFEST_FORMAT = """manifest format (samples/manifest.json is one):
   [{"audio": "meeting.wav",            path relative to the manifest
@@ -28,7 +28,7 @@ MANIFEST_FORMAT = """manifest format (samples/manifest.json is one):
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="speaker-transcripts evaluate", description=__doc__.split("\n\n")[0], epilog=MANIFEST_FORMAT,
+        prog="speaker-transcripts evaluate", description=described(__doc__), epilog=MANIFEST_FORMAT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--manifest", type=Path, required=True, help="a JSON list of recordings with their text (format below)")
@@ -48,6 +48,13 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
+    try:
+        from speaker_transcripts.evaluation.evaluate import Evaluation, markdown, percent, summarise
+        from speaker_transcripts.evaluation.scoring import load_manifest
+    except ModuleNotFoundError as missing:
+        print(f"speaker-transcripts evaluate needs the scoring libraries ({missing.name} is not installed): "
+              "pip install 'speaker-transcripts[eval]'", file=sys.stderr)
+        return 2
     entries = load_manifest(arguments.manifest)
     evaluation = Evaluation(arguments)
     rows = []

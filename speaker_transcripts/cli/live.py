@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import sys
 import time
 import urllib.parse
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.cli.options import add_known_speaker_options, known_speakers_parameter
 from speaker_transcripts.live.events import Backlog, LiveEvent, TranscriptDelta, TranscriptFailed
 from speaker_transcripts.live.transcript import LiveTranscript
@@ -44,13 +46,15 @@ FINAL_COMMIT = "live-cli-final-commit"  # the event_id of the commit sent after 
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts live", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts live", description=described(__doc__))
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("file", nargs="?", type=Path, help="an audio file, played as if it were being spoken")
     source.add_argument("--mic", nargs="?", const="default", metavar="DEVICE", help="record from a microphone (ALSA device; default: default)")
     parser.add_argument("--speed", type=float, default=1.0, help="play the file this many times faster than real time (default: 1)")
     parser.add_argument("--url", help="a server's base URL (http://host:8000): run the session there instead of here")
-    parser.add_argument("--api-key", default=os.environ.get("API_KEY"), help="the server's API_KEY (default: $API_KEY)")
+    parser.add_argument("--api-key", "--token", dest="api_key", default=os.environ.get("API_KEY"),
+                        help="the server's API_KEY (default: $API_KEY)")
+    parser.add_argument("--ca-cert", type=Path, help="trust a wss:// server whose certificate this CA (PEM) signed; as SSL_CERT_FILE does")
     parser.add_argument("--out", type=Path, help="save the transcript here when the session ends (.txt, .srt, .vtt or .json)")
     parser.add_argument("--language", help="language code or name; detected when omitted")
     parser.add_argument("--prompt", help="text that came before: names, spellings, style")
@@ -65,6 +69,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--out {arguments.out}: name a .txt, .srt, .vtt or .json file")
     if arguments.file is not None and not arguments.file.is_file():
         parser.error(f"{arguments.file}: no such file")
+    if arguments.ca_cert is not None and not arguments.ca_cert.is_file():
+        parser.error(f"--ca-cert {arguments.ca_cert}: no such file")
     if arguments.url is not None and (arguments.asr_model or arguments.diarization_model):
         parser.error("--asr-model and --diarization-model choose the models of an in-process session; a server has its own")
     return arguments
@@ -159,8 +165,9 @@ async def remote(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], sh
     read = EventReader()
     stop = _first_interrupt_finishes()
     connected = False
+    trust = {"ssl": ssl.create_default_context(cafile=arguments.ca_cert)} if arguments.ca_cert and url.startswith("wss://") else {}
     try:
-        async with connect(url, additional_headers=headers, max_size=None) as socket:
+        async with connect(url, additional_headers=headers, max_size=None, **trust) as socket:
             connected = True
             await socket.send(json.dumps(update))
 
@@ -196,6 +203,9 @@ async def remote(arguments: argparse.Namespace, pieces: Iterator[np.ndarray], sh
     except InvalidStatus as refused:
         raise SystemExit(f"speaker-transcripts live: the server refused the session (HTTP {refused.response.status_code}"
                          f"{': wrong or missing --api-key' if refused.response.status_code == 401 else ''})") from None
+    except ssl.SSLCertVerificationError as error:
+        raise SystemExit(f"speaker-transcripts live: the server's certificate is not trusted ({error.verify_message}): pass --ca-cert "
+                         "with the CA that signed it, or set SSL_CERT_FILE") from None
     except (OSError, ConnectionClosed) as error:
         if not connected:
             raise SystemExit(f"speaker-transcripts live: could not reach a server at {arguments.url} ({error})") from None

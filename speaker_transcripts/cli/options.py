@@ -59,6 +59,7 @@ def checked_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
     included (decoded and cut to their speech by Silero): a bad clip is one line before any model
     loads, not one per file after the models have (``InvalidRequestError``)."""
     from speaker_transcripts.config import parse_parameters
+    from speaker_transcripts.errors import InvalidRequestError
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
     from speaker_transcripts.pipeline.transcriber import enrolment_speech
 
@@ -68,6 +69,10 @@ def checked_parameters(arguments: argparse.Namespace) -> dict[str, Any]:
         gate = SpeechGate()
         for speaker in config.known_speakers:
             enrolment_speech(speaker.name, speaker.audio, gate)
+        if not model_settings(arguments).diarization_model:
+            off = "--no-diarize" if arguments.diarize is False else "--diarization-model none" if arguments.diarization_model else "DIARIZATION_MODEL=none"
+            raise InvalidRequestError(f"--speaker and --speakers name voices, which needs speaker diarization, and {off} turns it off: "
+                                      "drop one or the other")
     return parameters
 
 

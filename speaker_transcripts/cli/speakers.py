@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.pipeline.voice_library import VoiceLibrary
 
@@ -32,7 +33,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     from speaker_transcripts.config import KnownSpeaker
 
     library_help = "the library's folder (default: KNOWN_SPEAKERS_DIR, else ~/.local/share/speaker-transcripts/voices)"
-    parser = argparse.ArgumentParser(prog="speaker-transcripts speakers", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts speakers", description=described(__doc__))
     parser.add_argument("--library", type=Path, help=library_help)
     # --library after the subcommand too (speakers add NAME CLIP --library DIR); SUPPRESS keeps one given before it
     after = argparse.ArgumentParser(add_help=False)
@@ -87,12 +88,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
+    import numpy as np
+
     from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.models import registry
     from speaker_transcripts.pipeline.bandwidth import telephone_band
     from speaker_transcripts.pipeline.diarization import load_speaker_embedder
     from speaker_transcripts.pipeline.speech_gate import SpeechGate
-    from speaker_transcripts.pipeline.transcriber import enrolment_speech
+    from speaker_transcripts.pipeline.transcriber import check_one_voice, enrolment_speech
 
     say = functools.partial(print, file=sys.stderr, flush=True)
     configured = ModelSettings.self_hosted()
@@ -109,7 +112,8 @@ def _add(arguments: argparse.Namespace, library: VoiceLibrary) -> int:
     embed = load_speaker_embedder(settings, "cpu")
     if embed is None:
         raise InvalidRequestError(f"{configured.diarization_model} has no speaker-embedding model to enrol with (a pyannote pipeline has)")
-    say(f"speakers: embedding {arguments.name!r}'s voice")
+    say(f"speakers: embedding the voice of {arguments.name}")
+    check_one_voice(arguments.name, np.concatenate(speech), embed)  # clips of two people, or a turn of two
     voice = library.add(arguments.name, [embed(clip) for clip in speech], configured.diarization_model,
                         telephone=[embed(telephone_band(clip)) for clip in speech], max_voices=configured.max_voices)
     print(f"enrolled {voice.name!r} from {voice.clips} clip(s) in {library.folder} ({voice.model})", file=sys.stderr)

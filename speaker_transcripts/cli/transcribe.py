@@ -23,6 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from speaker_transcripts.cli import described
 from speaker_transcripts.cli.options import add_request_options, checked_parameters, model_settings
 from speaker_transcripts.config import timed_by_words
 from speaker_transcripts.errors import InvalidRequestError
@@ -35,7 +36,7 @@ EXIT_NOT_STARTED = 2
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="speaker-transcripts transcribe", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="speaker-transcripts transcribe", description=described(__doc__))
     parser.add_argument("files", nargs="+", type=Path, help="audio files (wav, flac, mp3, ogg, opus, m4a, webm, ...)")
     parser.add_argument("--format", choices=OUTPUT_FORMATS, default="json", help="output format (default: json)")
     parser.add_argument("--out", type=Path, help="write <name>.<format> files here instead of printing")
@@ -109,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         except InvalidRequestError as error:
             print(f"{path}: {error}", file=sys.stderr)
             failures += 1
-    if not audio_files:
-        return EXIT_NOT_STARTED
+    if not audio_files:  # each file was reported: a file that cannot be read is exit 1, as when others could
+        return EXIT_FILE_FAILED
     try:
         handler = load_handler(arguments)
     except (OSError, RuntimeError, ValueError) as error:

@@ -241,21 +241,43 @@ def _wrapped(words: Sequence[str], speaker: str | None, rules: SubtitleRules, la
 
 
 def _even_split(words: list[str], count: int, label: int, width: int) -> list[str] | None:
-    """Split into ``count`` lines minimising the widest (``count`` is at most a few: exhaustive)."""
+    """Split into ``count`` lines, the widest as narrow as possible, and no line ending on a word that
+    belongs to the next one (``_break_cost``): exhaustive, as ``count`` is at most a few."""
+    best = _best_split(words, count, label, width)
+    return best[2] if best else None
+
+
+def _best_split(words: list[str], count: int, label: int, width: int) -> tuple[int, int, list[str]] | None:
+    """(widest line, cost of the breaks, lines) of the best split into ``count`` lines, or None."""
     if count == 1:
         line = " ".join(words)
-        return [line] if len(line) + label <= width else None
-    best: tuple[int, list[str]] | None = None
+        return (len(line) + label, 0, [line]) if len(line) + label <= width else None
+    best: tuple[int, int, list[str]] | None = None
     for cut in range(1, len(words)):
         head = " ".join(words[:cut])
         if len(head) + label > width:
             break
-        rest = _even_split(words[cut:], count - 1, 0, width)
+        rest = _best_split(words[cut:], count - 1, 0, width)
         if rest is not None:
-            widest = max(len(head) + label, *(len(line) for line in rest))
-            if best is None or widest < best[0]:
-                best = (widest, [head, *rest])
-    return best[1] if best else None
+            candidate = (max(len(head) + label, rest[0]), rest[1] + _break_cost(words[cut - 1]), [head, *rest[2]])
+            if best is None or sum(candidate[:2]) < sum(best[:2]):
+                best = candidate
+    return best
+
+
+STRANDED = frozenset({"a", "an", "the"})
+
+
+def _break_cost(word: str) -> int:
+    """What ending a line after ``word`` costs, in characters of width: an article or a one-letter word
+    ("... Oh, hello. I" / "didn't know") is stranded from the words it belongs to; a sentence or clause
+    end is where a reader pauses anyway."""
+    if word.endswith((".", "?", "!")):
+        return -6
+    bare = word.strip("\"'()[]").lower()
+    if bare in STRANDED or len(bare.rstrip(",;:")) <= 1:
+        return 20
+    return -3 if word.endswith((",", ";", ":")) else 0
 
 
 def _held_long_enough(cues: list[Cue], rules: SubtitleRules) -> list[Cue]:

@@ -33,7 +33,7 @@ from speaker_transcripts.pipeline.diarization import Turn
 ROW_S = 60.0  # seconds of audio per row
 TAIL_S = 10.0  # a remainder shorter than this widens the last row instead of making a row of its own
 TURN_GAP_S = 1.5  # a speaker's cues this close together are one bar
-TITLE_IN = 0.35  # room above the rows for the title
+TITLE_IN = 0.3  # room above the rows for the title
 WIDTH_IN = 14.0
 LANE_IN = 0.42
 FONT_PT = 9
@@ -61,7 +61,7 @@ def timeline_figure(result: Mapping[str, Any], title: str = "") -> Figure:
     duration = max([result.get("duration") or 0.0] + [cue.end for cue in cues] + [turn.end for turn in timeline]) or 1.0
     spans = row_spans(duration)
     row_height = LANE_IN * len(lanes) + 0.55
-    height = 0.7 + row_height * len(spans)
+    height = TITLE_IN + 0.15 + row_height * len(spans)
     figure, axes_list = plt.subplots(len(spans), 1, figsize=(WIDTH_IN, height), squeeze=False, dpi=DPI)
     overlaps = overlapped_spans(timeline)
     for row, (axes, (start, end)) in enumerate(zip(axes_list[:, 0], spans, strict=True)):
@@ -72,7 +72,7 @@ def timeline_figure(result: Mapping[str, Any], title: str = "") -> Figure:
     if not cues and not timeline:
         axes_list[0, 0].text(duration / 2, 0, "no speech", ha="center", va="center", fontsize=FONT_PT + 2, color="0.4")
     figure.suptitle(title or "speaker timeline", fontsize=FONT_PT + 2)
-    figure.tight_layout(rect=(0, 0, 1, 1 - TITLE_IN / height))  # the title above the rows, never over the first
+    figure.tight_layout()  # it keeps room for the suptitle above the rows, and no more
     renderer = figure.canvas.get_renderer()
     font = FontProperties(size=FONT_PT)
 

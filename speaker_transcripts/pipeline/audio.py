@@ -88,10 +88,13 @@ def decode_inputs(
     )
 
 
+EMPTY_AUDIO = "the audio is empty (0 bytes)"
+
+
 def decode_file(data: bytes, max_seconds: float | None = None, should_stop: Callable[[], bool] | None = None) -> DecodedAudio:
     """Decode an audio file in any container FFmpeg knows."""
     if not data:
-        raise InvalidRequestError("the audio is empty (0 bytes)")
+        raise InvalidRequestError(EMPTY_AUDIO)
     try:
         return _decode_container(data, max_seconds, should_stop)
     except AudioTooLongError:
@@ -109,8 +112,11 @@ def decode_file(data: bytes, max_seconds: float | None = None, should_stop: Call
 
 def probe_file(path: Path) -> None:
     """Raise ``InvalidRequestError`` unless ``path`` opens as a container with an audio stream:
-    a check of the header alone, so a command line can refuse a non-audio file before models load."""
+    a check of the header alone, so a command line can refuse a non-audio file before models load. Its
+    messages are the server's for the same bytes (an empty file is "the audio is empty (0 bytes)")."""
     try:
+        if path.stat().st_size == 0:
+            raise InvalidRequestError(EMPTY_AUDIO)
         with av.open(str(path), options=_OPEN_OPTIONS) as container:
             if not container.streams.audio:
                 raise InvalidRequestError("the file holds no audio stream; send an audio file (wav, flac, mp3, ogg, opus, m4a, webm)")

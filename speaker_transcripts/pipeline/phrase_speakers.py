@@ -189,6 +189,19 @@ def regrouped(
     return labels
 
 
+def holds_two_voices(vectors: Sequence[np.ndarray], seconds: Sequence[float], min_side_s: float = MIN_SIDE_S) -> bool:
+    """Whether pieces of one person's supposed speech (embedded ``vectors``, lasting ``seconds``) hold two
+    voices by the phrase check's judgement: two halves further apart than ``SPLIT_DISTANCE``, each of
+    ``min_side_s`` or more. Too few pieces to tell (``MIN_PHRASES``): False."""
+    pieces = list(vectors)
+    sides = _halves(["one"] * len(pieces), pieces, "one")
+    if len(sides) < 2 or not all(sides) or min(sum(seconds[index] for index in side) for side in sides) < min_side_s:
+        return False
+    first, second = (_centre(pieces, side) for side in sides)
+    assert first is not None and second is not None
+    return _distance(first, second) > SPLIT_DISTANCE
+
+
 def _halves(labels: Sequence[str], vectors: Sequence[np.ndarray | None], speaker: str) -> list[list[int]]:
     """The embedded phrases of ``speaker`` (indices) cut in two by average linkage (cosine), an evenly
     spaced sample of ``MAX_CLUSTERED`` beyond that many and every phrase then to the nearer half's centre;

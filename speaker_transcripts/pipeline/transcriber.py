@@ -50,7 +50,7 @@ from speaker_transcripts.pipeline.diarization import (
 )
 from speaker_transcripts.pipeline.heap import release_gpu_library_pages, return_freed_memory, trimmed_every
 from speaker_transcripts.pipeline.long_form import MAX_PAUSE_S, PIECE_PAD_S, Piece, plan_pieces
-from speaker_transcripts.pipeline.phrase_speakers import Checked, checked
+from speaker_transcripts.pipeline.phrase_speakers import PHRASE_MIN_S, Checked, checked, holds_two_voices
 from speaker_transcripts.pipeline.speaker_count import count_doubts
 from speaker_transcripts.pipeline.speaker_naming import (
     MAX_REFERENCE_S,
@@ -364,6 +364,7 @@ class Transcriber:
         library.check_room(name, self.settings.max_voices)  # before the clip is decoded and embedded
         speech = enrolment_speech(name, audio, self.speech_gate, should_stop)
         with self._lock:
+            check_one_voice(name, speech, embed)
             voice = library.add(name, [embed(speech)], self.configured.diarization_model, telephone=[embed(telephone_band(speech))],
                                 max_voices=self.settings.max_voices)
         logger.info("voice library %s: enrolled a voice (%d voices)", library.folder, len(self.voices))
@@ -447,6 +448,22 @@ def enrolment_speech(name: str, audio: Any, speech_gate: SpeechGate, should_stop
             f"at least {MIN_REFERENCE_SPEECH_S:g} s of this speaker talking is needed"
         )
     return speech
+
+
+ENROLMENT_PIECE_S = 1.5  # an enrolment clip is embedded in pieces this long to hear whether it holds one voice
+ENROLMENT_MIN_SIDE_S = 2.0  # of speech on each side: a clip cut from a recording's turns may hold little of a second voice
+
+
+def check_one_voice(name: str, speech: np.ndarray, embed: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Refuse a voice to enrol whose speech sounds like two people (turns of a recording where the
+    diarization joined two voices): its pieces are embedded and judged as the phrase check judges a
+    speaker's phrases (``phrase_speakers.holds_two_voices``); a blend would name both people after one."""
+    size = int(ENROLMENT_PIECE_S * SAMPLING_RATE)
+    pieces = [speech[start : start + size] for start in range(0, len(speech), size)]
+    pieces = [piece for piece in pieces if len(piece) >= PHRASE_MIN_S * SAMPLING_RATE]
+    if holds_two_voices([embed(piece) for piece in pieces], [len(piece) / SAMPLING_RATE for piece in pieces], ENROLMENT_MIN_SIDE_S):
+        raise InvalidRequestError(f"the speech given for {name!r} sounds like two people: enrol a voice from stretches where only "
+                                  "they speak")
 
 
 def _speaker_count_warnings(config: InferenceConfig, found: Diarization | None, spread: float | None = None) -> list[str]:

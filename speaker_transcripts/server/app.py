@@ -54,6 +54,7 @@ from speaker_transcripts.server.routers import (
     page,
     realtime,
     realtime_calls,
+    subtitles,
     voices,
 )
 from speaker_transcripts.server.routers import metrics as metrics_router
@@ -131,7 +132,8 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(SecurityHeaders)
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, voices, realtime, client_secrets, realtime_calls, page, docs, health, metrics_router):
+    for surface in (endpoints, openai, diarization, voices, realtime, client_secrets, realtime_calls, subtitles, page, docs, health,
+                    metrics_router):
         app.include_router(surface.router)
     app.mount("/static", page.static_assets(), name="static")
     app.mount("/docs/assets", docs.swagger_assets(), name="docs-assets")

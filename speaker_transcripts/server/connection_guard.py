@@ -1,29 +1,15 @@
 """Connection limits Uvicorn lacks, so that no client, authenticated or not, can hold a connection.
 
-Uvicorn times out only idle keep-alive connections, and any byte that arrives cancels that timer.
-``GuardedHttpToolsProtocol`` (Uvicorn's httptools protocol, which ``uvicorn[standard]`` uses) adds:
-
-- a **header deadline**: each request has ``header_timeout_s`` from its first byte (or the
-  connection's opening) to finish its request line and headers, 408 and closed otherwise;
-- a **head size bound** applied *while* the request line and headers arrive: past
-  ``max_head_bytes`` the request is answered 431 and closed before more is buffered or parsed;
-- **no unread bodies kept**: once a response is complete while its request body is still
-  arriving (a route that never reads it: ``GET /health`` with a body, a 401, 404 or 405), the
-  connection is closed, so a body dripping a byte at a time cannot keep it open;
-- a **write deadline**: a client that stops reading its answer is dropped once writing to it has
-  stalled ``write_timeout_s``, and a connection being closed is aborted if its last bytes cannot
-  be delivered within that time;
-- a **connection cap**, counted from ``accept``: a connection beyond ``max_connections``, or
-  beyond ``max_per_client`` from one client address, is answered 503 (with ``Retry-After``) and
-  closed at once, before anything is read; refusals are logged as one summary line an interval;
-- with TLS (``TlsGate``), the same cap and a **handshake deadline** (the header timeout) from
-  ``accept``, instead of asyncio's 60 s outside any count; plain HTTP sent to the TLS port gets a
-  400 that names https.
-
-Bodies that a route does read get their read timeouts in the app (``middleware.BodyReadTimeout``),
-so they hold under any server. ``speaker-transcripts serve`` runs Uvicorn with this protocol
-(``guarded_config``); plain ``uvicorn speaker_transcripts.server.app:app`` has the body timeouts
-but none of the above.
+``GuardedHttpToolsProtocol`` (Uvicorn's httptools protocol) adds a header deadline from a request's
+first byte (408), a bound on the head while it arrives (431), no unread bodies kept (the connection
+closes with the answer), a write deadline for clients that stop reading, and a connection cap counted
+from ``accept``, in all and per client address (503 at once; refusals logged as one line an
+interval). With a certificate, ``TlsGate`` holds each connection from ``accept`` through its TLS
+handshake within the same cap and the header deadline (asyncio's own handshake ran 60 s outside both),
+and answers plain HTTP on the TLS port with a 400. Bodies a route reads get their timeouts in
+``middleware.BodyReadTimeout``. ``speaker-transcripts serve`` runs Uvicorn with all of it
+(``guarded_config``, ``GuardedServer``); plain ``uvicorn speaker_transcripts.server.app:app`` has the
+body timeouts only. The limits and what they answer: docs/errors.md, "Limits".
 """
 
 from __future__ import annotations

@@ -120,3 +120,15 @@ def test_the_container_health_probe_follows_the_port_and_https(monkeypatch):
         url, context = healthcheck.health_url()
         assert url == f"https://127.0.0.1:{port}/health" and context is not None
         assert healthcheck.main() == 1, "nothing answers: unhealthy, not a traceback"
+
+
+@pytest.mark.parametrize("subcommand", sorted(cli.SUBCOMMANDS))
+def test_help_reads_as_plain_text(subcommand, capsys):
+    """Descriptions come from module docstrings: their reST literals (``KNOWN_SPEAKERS_DIR``) must not show."""
+    import importlib
+
+    module = importlib.import_module(f"speaker_transcripts.cli.{cli.SUBCOMMANDS[subcommand][0]}")
+    with pytest.raises(SystemExit):
+        module.parse_arguments(["--help"])
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: speaker-transcripts") and "``" not in shown

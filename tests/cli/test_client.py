@@ -59,6 +59,8 @@ def test_server_errors_are_one_line_without_the_token(server_url, clip, online_h
     err = capsys.readouterr().err
     assert status == client.EXIT_FAILED
     assert "batch_size" in err and token not in err and "Traceback" not in err
+    client_lines = [line for line in err.splitlines() if not line.startswith("ready: ")]  # the in-process server's start line
+    assert len(client_lines) == 1 and "developer.mozilla.org" not in err  # one line, no link to a status page
 
 
 def test_unreachable_url_and_missing_file(clip, tmp_path, online_hub_client, capsys):
@@ -88,3 +90,29 @@ def test_known_speakers_travel_in_the_json_request_and_not_in_a_query_string(ser
     assert "needs a diarization pipeline with a speaker-embedding model" in capsys.readouterr().err
     assert client.main([str(clip), "--url", server_url, "--raw", "--speaker", f"Ann={clip}"]) == client.EXIT_USAGE
     assert "drop --raw" in capsys.readouterr().err
+
+
+def test_a_server_with_a_private_cas_certificate_needs_ca_cert_and_says_so(served_handler, clip, tmp_path, online_hub_client,
+                                                                           capsys, monkeypatch):
+    """``serve --ssl-certfile`` with a certificate of one's own CA, the docs' setup for Record from another machine."""
+    import trustme
+    from servers import serving
+
+    from speaker_transcripts.server.app import create_app
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # restored after the test, whatever --ca-cert sets
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1")
+    issued.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
+    issued.private_key_pem.write_to_path(tmp_path / "key.pem")
+    authority.cert_pem.write_to_path(tmp_path / "ca.pem")
+    tls = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
+    with serving(create_app(lambda: served_handler), **tls) as url:
+        capsys.readouterr()  # the server's start line
+        for raw in ([], ["--raw"]):
+            assert client.main([str(clip), "language=en", "--url", url + "/predict", *raw]) == client.EXIT_FAILED
+            err = capsys.readouterr().err
+            assert len(err.strip().splitlines()) == 1 and "not trusted" in err and "--ca-cert" in err, err
+        for raw in ([], ["--raw"]):
+            assert client.main([str(clip), "language=en", "--url", url + "/predict", "--ca-cert", str(tmp_path / "ca.pem"), *raw]) == 0
+            assert json.loads(capsys.readouterr().out)["text"]

@@ -68,6 +68,26 @@ def test_live_against_the_server_with_its_key(live_handler, tmp_path, capsys):
     assert [f"{piece['speaker']}: {piece['text']}" for piece in saved["speakers"]] == printed.out.splitlines()
 
 
+def test_live_over_wss_with_a_private_cas_certificate_needs_ca_cert_and_says_so(live_handler, tmp_path, capsys, monkeypatch):
+    """``serve --ssl-certfile`` with a certificate of one's own CA, the docs' setup for Record from another machine."""
+    import trustme
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1")
+    issued.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
+    issued.private_key_pem.write_to_path(tmp_path / "key.pem")
+    authority.cert_pem.write_to_path(tmp_path / "ca.pem")
+    tls = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
+    with serving(create_app(lambda: live_handler), **tls) as base_url:
+        assert base_url.startswith("https://")
+        with pytest.raises(SystemExit, match="certificate is not trusted .*pass --ca-cert"):
+            live.main([SAMPLE, "--speed", "50", "--url", base_url, "--language", "en"])
+        capsys.readouterr()
+        status = live.main([SAMPLE, "--speed", "50", "--url", base_url, "--language", "en", "--ca-cert", str(tmp_path / "ca.pem")])
+        assert status == 0 and capsys.readouterr().out.strip()
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

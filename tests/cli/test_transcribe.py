@@ -228,10 +228,11 @@ def test_unusable_inputs_and_outputs_exit_2_before_the_models_load(audio_files, 
         ([good, "--out", str(a_file)], "exists and is not a folder"),
         ([str(long_name), "--out", str(tmp_path / "out"), "--format", "rttm"], "longer than this file system allows"),
         ([good, "--language", "xx"], "unknown language 'xx'"),
-        ([str(audio_files["broken"])], "broken.wav: could not decode"),
     ]:
         assert cli.main(arguments) == cli.EXIT_NOT_STARTED, arguments
         assert message in capsys.readouterr().err, arguments
+    assert cli.main([str(audio_files["broken"])]) == cli.EXIT_FILE_FAILED  # a file that cannot be read: 1, as the docs say
+    assert "broken.wav: could not decode" in capsys.readouterr().err
 
 
 def test_a_folder_is_transcribed_file_by_file(tiny_models, speech_wav, tmp_path, monkeypatch, capsys):
@@ -266,3 +267,20 @@ def test_written_files_are_named_on_stderr(tiny_models, audio_files, tmp_path, m
     monkeypatch.setenv("ASR_MODEL", str(tiny_models["whisper"]))
     assert cli.main([str(audio_files["good"]), "--language", "en", "--format", "vtt", "--out", str(tmp_path / "out")]) == 0
     assert f"wrote {tmp_path / 'out' / 'good.vtt'}" in capsys.readouterr().err
+
+@pytest.mark.parametrize("off", [["--diarization-model", "none"], ["--no-diarize"]])
+def test_known_speakers_without_diarization_name_the_conflict_before_the_models_load(audio_files, off, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    assert cli.main([str(audio_files["good"]), "--speaker", f"Ann={audio_files['good']}", *off]) == cli.EXIT_NOT_STARTED
+    err = capsys.readouterr().err
+    assert "--speaker" in err and off[0] in err and "drop one or the other" in err
+
+
+def test_an_empty_or_truncated_file_says_what_the_server_says_and_exits_1(audio_files, tmp_path, monkeypatch, capsys):
+    from speaker_transcripts.pipeline.audio import EMPTY_AUDIO
+
+    monkeypatch.setattr(cli, "load_handler", lambda arguments: pytest.fail("the models were loaded"))
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    assert cli.main([str(empty)]) == cli.EXIT_FILE_FAILED
+    assert capsys.readouterr().err.strip() == f"{empty}: {EMPTY_AUDIO}"

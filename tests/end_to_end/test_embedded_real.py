@@ -565,8 +565,10 @@ def test_the_voice_library_over_http_enrols_lists_and_names_the_people_chosen(tm
             client.post("/v1/audio/transcriptions", files={"file": ("a.wav", SAMPLE.read_bytes())}, data={"voices[]": ["Nobody"]}),
             enrol(client, "SPEAKER_01", (ENROLMENT / "reader-a.wav").read_bytes()),
             enrol(client, "Junk", b"not audio at all" * 100),
+            enrol(client, "Both", SAMPLE.read_bytes()),  # the two readers' turns as one "voice": a blend is refused
         ]
-        for answer, says in zip(refusals, ("'Nobody' not enrolled", "how anonymous speakers are labelled", "known speaker 'Junk'"), strict=True):
+        expected = ("'Nobody' not enrolled", "how anonymous speakers are labelled", "known speaker 'Junk'", "sounds like two people")
+        for answer, says in zip(refusals, expected, strict=True):
             assert answer.status_code == 400 and says in answer.json()["error"]["message"], answer.text
         assert client.get("/v1/voices").json()["voices"] == [{"name": "Reader A"}, {"name": "Reader B"}]
 

@@ -94,3 +94,19 @@ def test_the_bare_pipeline_loads_once_the_handlers_whisper_is_gone(manifest, tin
     assert encoder_maps and all(maps is None and attention == "sdpa" for maps, attention in encoder_maps)
     assert evaluation.bare.model.config._attn_implementation == "eager", "the decoder's cross-attention is read for words"
     assert done == rows and all({"bare_word", "bare_segment", "handler_word"} <= set(row) for row in rows)
+
+
+def test_without_the_eval_extra_it_says_what_to_install_in_one_line(monkeypatch, capsys, tmp_path):
+    """jiwer and meeteval are the "eval" extra, not runtime dependencies: evaluate used to end in a
+    20-line traceback after `pip install .`, even for --help."""
+    import sys
+
+    for module in [name for name in sys.modules if name.startswith("speaker_transcripts.evaluation")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "jiwer", None)  # what an install without the extra finds
+    with pytest.raises(SystemExit) as shown:
+        evaluate.main(["--help"])
+    assert shown.value.code == 0 and "--manifest" in capsys.readouterr().out
+    status = evaluate.main(["--manifest", str(tmp_path / "m.json"), "--asr-model", "whisper-tiny.en"])
+    assert status == 2 and capsys.readouterr().err.strip() == (
+        "speaker-transcripts evaluate needs the scoring libraries (jiwer is not installed): pip install 'speaker-transcripts[eval]'")

@@ -311,3 +311,21 @@ def test_a_long_name_is_shortened_in_cues_and_the_words_stay_whole():
     assert " ".join(shown).split() == words, srt  # every word whole, none cut into pieces
     assert "Dr. Maximiliana The…: " in srt and rule_breaks(subtitle_cues(result)) == []
     assert render(result, "txt").startswith(f"{name}: Go forward")  # prose keeps the whole name
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("meet him. Oh, hello. I didn't know you were here", ["meet him. Oh, hello.", "I didn't know you were here"]),
+        ("here already. We had a long talk about the plan", ["here already. We had", "a long talk about the plan"]),
+        ("It was late, and the trains had stopped, so we", ["It was late, and the trains", "had stopped, so we"]),
+    ],
+    ids=["not after 'I'", "not after 'a'", "not after 'the'"],
+)
+def test_two_lines_are_balanced_and_break_where_a_reader_would(text, expected):
+    """A line that ends on "I" or "a" strands it from what it belongs to, even when the widths are more even."""
+    from speaker_transcripts.output.formats import _wrapped
+
+    lines = _wrapped(text.split(), None, SubtitleRules(), label_shown=False)
+    assert lines == expected
+    assert all(line.split()[-1].lower() not in ("i", "a", "an", "the") for line in lines)

@@ -134,3 +134,18 @@ def test_a_speakers_consecutive_sentences_are_one_bar_with_one_label():
         assert labels == ["I agree. We should ship. Today."]
     finally:
         plt.close(figure)
+
+
+def test_no_empty_band_between_the_title_and_the_first_row():
+    """The title sat 50-60 px above the first row's own title and ticks, an empty band on a one-row plot."""
+    segments = [{"speaker": "SPEAKER_00", "text": "Go forward ten meters.", "timestamp": [0.3, 4.0]},
+                {"speaker": "SPEAKER_01", "text": "And Mr. John Dashwood had then leisure.", "timestamp": [4.1, 12.4]}]
+    for duration in (14.7, 200.0):
+        figure = timeline_figure({"speakers": segments, "chunks": [], "duration": duration}, "two-readers.wav")
+        try:
+            figure.canvas.draw()
+            renderer = figure.canvas.get_renderer()
+            gap = figure._suptitle.get_window_extent(renderer).y0 - figure.axes[0].get_tightbbox(renderer).y1
+            assert 0 <= gap <= 30, gap
+        finally:
+            plt.close(figure)

@@ -160,3 +160,15 @@ def test_words_out_of_time_order_and_a_long_word_still_make_sound_phrases_to_emb
     shapes = []
     embedded([phrase], np.zeros(30 * RATE, dtype=np.float32), RATE, lambda clips: shapes.append(clips.shape) or np.ones((len(clips), 3)))
     assert shapes == [(1, int(PHRASE_MAX_S * RATE))], "at most PHRASE_MAX_S of a phrase is embedded"
+
+
+def test_pieces_of_one_supposed_voice_are_judged_as_the_phrase_check_judges_a_speaker():
+    from speaker_transcripts.pipeline.phrase_speakers import holds_two_voices
+
+    far = np.degrees(np.arccos(1.0 - SPLIT_DISTANCE)) + 10
+    two = [voice(0), voice(3), voice(0), voice(far), voice(far + 3), voice(far)]
+    assert holds_two_voices(two, [1.5] * 6, min_side_s=2.0)
+    assert not holds_two_voices(two, [1.5] * 6, min_side_s=5.0), "each side under min_side_s"
+    near = np.degrees(np.arccos(1.0 - SPLIT_DISTANCE)) - 10
+    assert not holds_two_voices([voice(0), voice(3), voice(near), voice(near + 3)], [1.5] * 4, min_side_s=2.0)
+    assert not holds_two_voices(two[:3], [1.5] * 3, min_side_s=1.0), "too few pieces to tell"

@@ -662,3 +662,52 @@ def test_known_speakers_need_a_pipeline_that_embeds_voices(client, speech_wav):
         assert "needs a diarization pipeline with a speaker-embedding model" in (error if isinstance(error, str) else error["message"])
     bad_format = client.post("/v1/audio/diarization", files={"file": ("a.wav", speech_wav)}, data={"response_format": "srt"})
     assert bad_format.status_code in (400, 422)
+
+
+def test_a_model_name_this_server_does_not_serve_is_decoded_with_a_warning(client, speech_wav):
+    """OpenAI's names are aliases of the loaded model; any other name used to be taken silently."""
+    unknown = openai_post(client, speech_wav, response_format="verbose_json", language="en", model="whisper-large-v9").json()
+    assert any("whisper-large-v9" in warning and "GET /v1/models" in warning for warning in unknown["warnings"]), unknown["warnings"]
+    alias = openai_post(client, speech_wav, response_format="verbose_json", language="en", model="whisper-1").json()
+    assert not any("is not served here" in warning for warning in alias["warnings"])
+
+
+def test_subtitles_from_the_pages_words_keep_the_subtitle_rules(client):
+    """POST /v1/subtitles: the page's downloads (corrections and names included) by the rules of every other route."""
+    import srt
+
+    sentence = "And Mr. John Dashwood had then leisure to consider how much there might be prudently in his power to do for them."
+    words = [{"text": f" {word}", "start": 0.4 * index, "end": 0.4 * index + 0.35, "speaker": "Reader B"}
+             for index, word in enumerate(sentence.split())]
+    words.insert(0, {"text": " Hello.", "start": 0.0, "end": 0.1, "speaker": "Reader A"})
+    answer = client.post("/v1/subtitles", json={"format": "srt", "words": words})
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/x-subrip")
+    cues = list(srt.parse(answer.text))
+    assert cues[0].content == "Reader A: Hello." and len(cues) >= 3  # a new cue for a new speaker; a long sentence in several
+    assert all(len(line) <= 42 for cue in cues for line in cue.content.splitlines())
+    assert all(len(cue.content.splitlines()) <= 2 and (cue.end - cue.start).total_seconds() <= 7.0 for cue in cues)
+    assert " ".join(cue.content.replace("Reader B: ", "").replace("Reader A: ", "") for cue in cues).split() == ["Hello.", *sentence.split()]
+    vtt = client.post("/v1/subtitles", json={"format": "vtt", "words": words})
+    assert vtt.text.startswith("WEBVTT") and "<v Reader A>Hello." in vtt.text
+    assert client.post("/v1/subtitles", json={"format": "docx", "words": words}).status_code == 422
+
+
+def test_a_stream_asked_for_progress_says_each_stage_and_the_audio_decoded_before_the_words(url, speech_wav):
+    """progress=true (the page asks for it): a 30-s file's pieces decode in one batch, so the first words came
+    after all the work and the page's bar sat at 0; the stages and the decoder's steps move it now."""
+    import json
+
+    form = {"model": "whisper-1", "language": "en", "stream": "true", "progress": "true", "response_format": "diarized_json"}
+    with httpx.stream("POST", url + "/v1/audio/transcriptions", data=form, files={"file": ("c.wav", speech_wav)}, timeout=60) as response:
+        events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
+    kinds = [event["type"] for event in events]
+    progress = [event for event in events if event["type"] == "transcript.progress"]
+    assert kinds[0] == "transcript.progress" and progress[0]["stage"] == "finding speech"
+    assert kinds.index("transcript.progress") < kinds.index("transcript.text.delta") and kinds[-1] == "transcript.text.done"
+    stages = list(dict.fromkeys(event["stage"] for event in progress))
+    assert stages[:2] == ["finding speech", "transcribing"]
+    seconds = [event["seconds"] for event in progress]
+    assert seconds == sorted(seconds) and seconds[-1] > 0
+    plain = {key: value for key, value in form.items() if key != "progress"}  # OpenAI's clients: OpenAI's events only
+    with httpx.stream("POST", url + "/v1/audio/transcriptions", data=plain, files={"file": ("c.wav", speech_wav)}, timeout=60) as response:
+        assert not any("transcript.progress" in line for line in response.iter_lines())

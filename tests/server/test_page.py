@@ -122,6 +122,7 @@ def test_a_recording_is_transcribed_with_speakers_renamed_and_exported(page, pag
     assert None in seen["progress"] and values and values == sorted(values) and values[-1] > 0.5, seen
     assert any(re.fullmatch(r"Uploading two-readers\.wav \(\d+ kB\)…", status) for status in seen["status"]), seen["status"]
     assert any(re.fullmatch(r"Transcribing: 0:\d\d of 0:1\d…", status) for status in seen["status"]), seen["status"]
+    assert "Finding the speech…" in seen["status"]  # the server's stages as they happen, not "Uploading" until the words
     assert page.locator("#cancel").is_hidden()
     names = page.locator("#speakers input")
     assert names.count() == 2 and names.nth(0).input_value() == "SPEAKER_00"
@@ -198,6 +199,12 @@ def player_keys_and_timeline(page) -> None:
     assert 0 <= bar["y"] <= 1 and page.locator("#player").is_visible()
 
 
+def subtitle_text(subtitles: str) -> str:
+    """The words of SRT or WebVTT cues in order, without cue numbers, times and speaker labels."""
+    lines = [line for line in subtitles.splitlines() if line and not line.isdigit() and "-->" not in line and line != "WEBVTT"]
+    return " ".join(re.sub(r"^SPEAKER_\d+: |</?v[^>]*>", "", line) for line in lines)
+
+
 def download(page, label: str) -> str:
     with page.expect_download() as file:
         page.get_by_role("button", name=label, exact=True).click()
@@ -216,8 +223,10 @@ def test_the_transcript_is_corrected_merged_and_undone_and_the_downloads_carry_i
     page.get_by_role("button", name="Save").click()
     assert page.locator(".turn").nth(1).locator("p").inner_text() == "And Mr. John Dashwood had the leisure to consider it."
     assert "SPEAKER_01: And Mr. John Dashwood had the leisure to consider it.\n" in download(page, "Text")
-    for label in ("SRT", "WebVTT"):
-        assert "Dashwood had the leisure to consider it." in download(page, label)
+    for label in ("SRT", "WebVTT"):  # made by the server's subtitle rules from the corrected words
+        exported = download(page, label)
+        assert "Dashwood had the leisure to consider it." in subtitle_text(exported)
+        assert all(len(re.sub(r"</?v[^>]*>", "", line)) <= 42 for line in exported.splitlines() if "-->" not in line)  # as shown
     words = [word["text"].strip() for word in json.loads(download(page, "JSON"))["words"]]
     assert words[words.index("Dashwood"):][:7] == ["Dashwood", "had", "the", "leisure", "to", "consider", "it."]
 
@@ -228,6 +237,21 @@ def test_the_transcript_is_corrected_merged_and_undone_and_the_downloads_carry_i
     assert last[7] == "SPEAKER_01" and float(last[3]) > 11.0  # the timeline moved with it
     page.get_by_role("button", name="Undo").click()
     assert page.locator(".turn").count() == 3 and page.locator(".turn-speaker").nth(2).inner_text() == "SPEAKER_00"
+
+    # a turn's edge: from a clicked word, the rest of the turn to the next speaker, or the start up to it to the previous
+    page.locator(".turn").first.locator(".word").last.click()  # "meters."
+    screenshot(page, "page-turn-edge")
+    page.get_by_role("button", name=re.compile("^Move the words from “meters.” to the end of this turn to SPEAKER_01")).click()
+    assert page.locator(".turn").first.locator("p").inner_text() == "Go forward 10"
+    assert page.locator(".turn").nth(1).locator("p").inner_text().startswith("meters. And Mr. John Dashwood")
+    moved = "SPEAKER_01: meters. And Mr. John Dashwood had the leisure to consider it."
+    assert download(page, "Text").splitlines()[:2] == ["SPEAKER_00: Go forward 10", moved]
+    page.locator(".turn").nth(2).locator(".word").first.click()  # "Go" of the last turn
+    page.get_by_role("button", name=re.compile("^Move the words from the start of this turn to “Go” to SPEAKER_01")).click()
+    assert page.locator(".turn").nth(2).locator("p").inner_text() == "forward 10 meters."
+    page.get_by_role("button", name="Undo").click()
+    page.get_by_role("button", name="Undo").click()
+    assert page.locator(".turn p").first.inner_text() == "Go forward 10 meters."
 
     names = page.locator("#speakers input")
     names.nth(0).fill("Ann")
@@ -424,6 +448,9 @@ def test_the_page_asks_for_the_key_and_says_when_it_is_wrong(browser, real_handl
         page.click("#key-save")
         expect(page.locator("#status")).to_contain_text("Key accepted", timeout=GUARD_MS)
         assert page.url.endswith("/")  # the key never goes in a URL
+        expect(page.locator("#key-panel")).to_be_hidden()  # asked for once: out of the way once accepted
+        page.reload(wait_until="networkidle")  # GET /ready answered and read
+        expect(page.locator("#key-panel")).to_be_hidden()  # still kept for this tab
         context.close()
     assert "API key is wrong" in wrong
 

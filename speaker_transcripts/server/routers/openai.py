@@ -8,6 +8,7 @@ for (``openai_format``), or server-sent events as OpenAI streams transcriptions.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any, Literal
@@ -120,6 +121,11 @@ class OpenAIOptions(KnownSpeakerFields):
     max_speakers: int | None = None
     assisted: bool | None = None
     stream: bool = Field(default=False, description="answer with server-sent events as the audio is decoded")
+    progress: bool = Field(
+        default=False,
+        description="with stream: also transcript.progress events (this server's), the stage now and the seconds of audio "
+        "decoded, for a progress bar that moves before the first words",
+    )
     return_speaker_embeddings: bool | None = None
 
 
@@ -178,14 +184,15 @@ async def openai_transcription(
         parameters = timed_by_words(parameters, request.app.state.handler.capabilities)
     audio = await file.read()
     data = {"inputs": audio, "parameters": parameters}
+    work = noting_the_model(request, options.model)
     if options.stream:
         if options.response_format not in STREAMABLE_FORMATS:
             raise InvalidRequestError(
                 f"stream=true answers with server-sent events; send response_format {', '.join(STREAMABLE_FORMATS)}, "
                 f"not {options.response_format}"
             )
-        return await streamed(request, data)
-    result = await infer(request, data)
+        return await streamed(request, data, work, progress=options.progress)
+    result = await infer(request, data, work=work)
     headers = {"X-Model": options.model}
     if options.response_format in TEXT_FORMATS:
         media = TEXT_FORMATS[options.response_format]
@@ -219,6 +226,23 @@ class ModelList(BaseModel):
 OPENAI_MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize")
 
 
+def noting_the_model(request: Request, model: str) -> Callable[..., dict[str, Any]] | None:
+    """The handler, with a warning in its answer when ``model`` names neither the loaded ASR model nor one
+    of OpenAI's names for it (``whisper-large-v9``): the client should know another model decoded it."""
+    handler = request.app.state.handler
+    known = {entry.id for entry in loaded_models(request)}
+    if model in known:
+        return None
+    note = (f"model {shown(model)} is not served here; {handler.configured.asr_model} decoded this request "
+            "(GET /v1/models lists the names this server answers to)")
+
+    def decoded(data: dict[str, Any], **callbacks: Any) -> dict[str, Any]:
+        result = handler(data, **callbacks)
+        return {**result, "warnings": [*result.get("warnings", []), note]}
+
+    return decoded
+
+
 def loaded_models(request: Request) -> list[Model]:
     """The ASR model that decodes every request (whatever ``model`` a client sends), then OpenAI's
     model names as its aliases."""
@@ -244,38 +268,46 @@ async def retrieve_model(request: Request, model_id: str) -> Model:
     raise ServiceError(404, f"the model {model_id!r} is not served here; GET /v1/models lists what is")
 
 
-async def streamed(request: Request, data: dict[str, Any]) -> Response:
+async def streamed(
+    request: Request, data: dict[str, Any], work: Callable[..., dict[str, Any]] | None = None, progress: bool = False
+) -> Response:
     """Server-sent events as OpenAI streams transcriptions: a ``transcript.text.delta`` per
-    decoded chunk, then the segments (with speakers) and ``transcript.text.done``.
+    decoded chunk, then the segments (with speakers) and ``transcript.text.done``; with
+    ``progress``, ``transcript.progress`` events too (``ProgressEvents``).
 
-    The response starts with the first chunk, so a request the handler refuses (bad audio
+    The response starts with the first event, so a request the handler refuses (bad audio
     or parameters, audio too long, a full queue) still gets its 4xx; a failure after that
     arrives as an ``error`` event, the only way left to tell the client."""
     loop = asyncio.get_running_loop()
-    chunks: asyncio.Queue[Any] = asyncio.Queue()
-    work = asyncio.ensure_future(
-        infer(request, data, on_segment=lambda chunk: loop.call_soon_threadsafe(chunks.put_nowait, chunk))
-    )
-    next_chunk = asyncio.ensure_future(chunks.get())
-    await asyncio.wait({work, next_chunk}, return_when=asyncio.FIRST_COMPLETED)
-    if not next_chunk.done() and work.exception() is not None:
-        next_chunk.cancel()
+    events_in: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    put = functools.partial(loop.call_soon_threadsafe, events_in.put_nowait)
+    first_delta = [True]
+
+    def on_segment(chunk: Any) -> None:
+        put(delta_event(chunk, first_delta[0]))
+        first_delta[0] = False
+
+    callbacks: dict[str, Any] = {"on_segment": on_segment}
+    if progress:
+        callbacks |= ProgressEvents(put).callbacks()
+    work = asyncio.ensure_future(infer(request, data, work=work, **callbacks))
+    next_event = asyncio.ensure_future(events_in.get())
+    await asyncio.wait({work, next_event}, return_when=asyncio.FIRST_COMPLETED)
+    if not next_event.done() and work.exception() is not None:
+        next_event.cancel()
         raise work.exception()  # answered by the error handlers, as without streaming
 
     async def events() -> AsyncIterator[str]:
-        waiting = next_chunk
-        first = True
-        while True:  # chunks are queued before the work is marked done, so none is lost
+        waiting = next_event
+        while True:  # events are queued before the work is marked done, so none is lost
             done, _ = await asyncio.wait({waiting, work}, return_when=asyncio.FIRST_COMPLETED)
             if waiting not in done:
                 break
-            yield _server_sent(delta_event(waiting.result(), first))
-            first = False
-            waiting = asyncio.ensure_future(chunks.get())
+            yield _server_sent(waiting.result())
+            waiting = asyncio.ensure_future(events_in.get())
         waiting.cancel()
-        while not chunks.empty():
-            yield _server_sent(delta_event(chunks.get_nowait(), first))
-            first = False
+        while not events_in.empty():
+            yield _server_sent(events_in.get_nowait())
         if work.exception() is not None:
             status, message = status_of(work.exception())
             kind = "invalid_request_error" if status < 500 else "server_error"
@@ -285,6 +317,32 @@ async def streamed(request: Request, data: dict[str, Any]) -> Response:
             yield _server_sent(event)
 
     return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+class ProgressEvents:
+    """``transcript.progress`` events from the handler's ``on_stage`` ("finding speech", "transcribing",
+    "diarizing") and ``on_progress`` (seconds of audio decoded, moving with the decoder's steps): one
+    per stage, and one per ``STEP_S`` of audio decoded, so a 3-hour file does not send thousands."""
+
+    STEP_S = 0.5
+
+    def __init__(self, put: Callable[[dict[str, Any]], Any]) -> None:
+        self.put, self.stage, self.seconds = put, "", 0.0
+
+    def callbacks(self) -> dict[str, Callable[..., None]]:
+        return {"on_stage": self.on_stage, "on_progress": self.on_progress}
+
+    def on_stage(self, stage: str) -> None:
+        self.stage = stage
+        self._send()
+
+    def on_progress(self, seconds: float) -> None:
+        if seconds >= self.seconds + self.STEP_S:
+            self.seconds = seconds
+            self._send()
+
+    def _send(self) -> None:
+        self.put({"type": "transcript.progress", "stage": self.stage, "seconds": round(self.seconds, 2)})
 
 
 def _server_sent(event: dict[str, Any]) -> str:

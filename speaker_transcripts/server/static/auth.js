@@ -22,9 +22,15 @@ export async function checkAuth() {
   } catch {
     session.authRequired = false;
   }
-  $("key-panel").hidden = !session.authRequired;
+  $("key-panel").hidden = !session.authRequired || Boolean(apiKey());  // asked for until one is accepted
   if (session.authRequired && !apiKey()) say("This server needs an API key: enter it above.");
 }
+
+window.addEventListener("api-key-refused", () => {
+  // the key kept for this tab no longer works (the server's changed): ask for it again
+  sessionStorage.removeItem(KEY_STORAGE);
+  $("key-panel").hidden = !session.authRequired;
+});
 
 $("key-save").addEventListener("click", async () => {
   const key = $("api-key").value.trim();
@@ -36,6 +42,7 @@ $("key-save").addEventListener("click", async () => {
   }
   sessionStorage.setItem(KEY_STORAGE, key);
   $("api-key").value = "";
+  $("key-panel").hidden = true;
   showError("");
   say("Key accepted for this tab.");
   window.dispatchEvent(new Event("api-key"));  // what needed the key can be loaded now (voices.js)

@@ -33,7 +33,10 @@ export function say(message) {
 }
 
 export function explainStatus(status, serverMessage) {
-  if (status === 401) return "The API key is missing or wrong. Enter this server's key above and try again.";
+  if (status === 401) {
+    window.dispatchEvent(new Event("api-key-refused"));  // auth.js asks for the key again
+    return "The API key is missing or wrong. Enter this server's key above and try again.";
+  }
   if (status === 413) return `The recording is too big or too long for this server: ${serverMessage}`;
   if (status === 503) return `The server is busy right now; try again in a moment. (${serverMessage})`;
   if (status === 400 || status === 422) return `The server could not use this request: ${serverMessage}`;

@@ -1,15 +1,9 @@
 // What is on the page, as files: the speakers under the names given on the page.
-// txt: one paragraph per speaker turn; srt/vtt: a cue per sentence-sized segment with its speaker;
-// json: the page's words, segments and timeline; rttm: the speaker timeline (who spoke when).
+// txt: one paragraph per speaker turn; srt/vtt: the page's words made into cues by the server
+// (POST /v1/subtitles), by the rules of every other route; json: the page's words, segments and
+// timeline; rttm: the speaker timeline (who spoke when).
 
-function timestamp(seconds, marker) {
-  const milliseconds = Math.round(Math.max(0, seconds) * 1000);
-  const hours = Math.floor(milliseconds / 3600000);
-  const minutes = Math.floor((milliseconds % 3600000) / 60000);
-  const secs = Math.floor((milliseconds % 60000) / 1000);
-  const pad = (value, width = 2) => String(value).padStart(width, "0");
-  return `${pad(hours)}:${pad(minutes)}:${pad(secs)}${marker}${pad(milliseconds % 1000, 3)}`;
-}
+import { authHeaders } from "./auth.js";
 
 // segments with text, from the words (a speaker change, a sentence end or a pause ends one)
 function segments(state) {
@@ -27,15 +21,7 @@ function segments(state) {
   return result.map((segment) => ({ ...segment, text: segment.text.trim() })).filter((segment) => segment.text);
 }
 
-function subtitleSafe(text) {
-  return text.replaceAll("<", "‹").replaceAll(">", "›").replaceAll("{", "(").replaceAll("}", ")");
-}
-
-function vttEscape(text) {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-}
-
-export function exportAs(format, state, nameOf) {
+export async function exportAs(format, state, nameOf) {
   const named = (label) => (label ? nameOf(label) : null);
   if (format === "txt") {
     const paragraphs = [];
@@ -47,21 +33,14 @@ export function exportAs(format, state, nameOf) {
     const text = paragraphs.map((p) => (named(p.speaker) ? `${named(p.speaker)}: ${p.text}` : p.text)).join("\n");
     return { text: `${text}\n`, type: "text/plain;charset=utf-8" };
   }
-  if (format === "srt") {
-    const cues = segments(state).map((segment, index) => {
-      const who = named(segment.speaker);
-      const line = who ? `${subtitleSafe(who)}: ${subtitleSafe(segment.text)}` : subtitleSafe(segment.text);
-      return `${index + 1}\n${timestamp(segment.start, ",")} --> ${timestamp(Math.max(segment.end, segment.start + 0.01), ",")}\n${line}\n`;
+  if (format === "srt" || format === "vtt") {
+    const words = state.words.map((w) => ({ text: w.text, start: w.start ?? 0, end: Math.max(w.end ?? 0, w.start ?? 0), speaker: named(w.speaker) }));
+    const answer = await fetch("v1/subtitles", {
+      method: "POST", body: JSON.stringify({ format, words }), headers: { ...authHeaders(), "Content-Type": "application/json" },
     });
-    return { text: cues.join("\n"), type: "application/x-subrip;charset=utf-8" };
-  }
-  if (format === "vtt") {
-    const cues = segments(state).map((segment) => {
-      const who = named(segment.speaker);
-      const line = who ? `<v ${vttEscape(who)}>${vttEscape(segment.text)}</v>` : vttEscape(segment.text);
-      return `${timestamp(segment.start, ".")} --> ${timestamp(Math.max(segment.end, segment.start + 0.01), ".")}\n${line}\n`;
-    });
-    return { text: `WEBVTT\n\n${cues.join("\n")}`, type: "text/vtt;charset=utf-8" };
+    if (!answer.ok) throw new Error(`The server could not make the subtitles (HTTP ${answer.status}).`);
+    const type = format === "srt" ? "application/x-subrip;charset=utf-8" : "text/vtt;charset=utf-8";
+    return { text: await answer.text(), type };
   }
   if (format === "json") {
     const body = {

@@ -12,14 +12,21 @@ import { checkAuth } from "./auth.js";
 import { exportAs } from "./exports.js";
 import { nameOf } from "./view.js";
 import { loadVoices } from "./voices.js";
-import { state } from "./common.js";
+import { showError, state } from "./common.js";
 
 // --- taking it away -------------------------------------------------------------------------
 
 for (const button of document.querySelectorAll("[data-export]")) {
-  button.addEventListener("click", () => {
+  button.addEventListener("click", async () => {
     const format = button.dataset.export;
-    const { text, type } = exportAs(format, state, nameOf);
+    let exported;
+    try {
+      exported = await exportAs(format, state, nameOf);
+    } catch (error) {
+      showError(error.message);
+      return;
+    }
+    const { text, type } = exported;
     const link = document.createElement("a");
     const base = (state.source || "transcript").replace(/\.[^.]+$/, "") || "transcript";
     link.href = URL.createObjectURL(new Blob([text], { type }));

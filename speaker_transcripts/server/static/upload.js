@@ -126,6 +126,7 @@ async function transcribeFile() {
   form.append("model", "whisper-1");
   form.append("response_format", "json");
   form.append("stream", "true");
+  form.append("progress", "true");  // the server's stages and the audio decoded, before the first words
   form.append("timestamp_granularities[]", "word");
   const language = $("language").value.trim();
   if (language) form.append("language", language);
@@ -152,12 +153,11 @@ async function transcribeFile() {
   say("Transcribing: the text appears as each piece is done…");
   $("result").hidden = false;
   for await (const event of serverSentEvents(response)) {
-    if (event.type === "transcript.text.delta") {
+    if (event.type === "transcript.progress") {
+      showProgress(event.stage, event.seconds, expected);
+    } else if (event.type === "transcript.text.delta") {
       state.words.push({ text: event.delta, start: event.start, end: event.end, speaker: null });
-      if (expected) {
-        $("progress").value = Math.min(event.end / expected, 1);
-        say(`Transcribing: ${clock(Math.min(event.end, expected))} of ${clock(expected)}…`);
-      }
+      showProgress("transcribing", event.end, expected);
       renderTranscript();
     } else if (event.type === "transcript.text.segment") {
       state.segments.push({ speaker: event.speaker, text: event.text, start: event.start, end: event.end });
@@ -174,6 +174,18 @@ async function transcribeFile() {
     }
   }
   finishBusy();
+}
+
+const STAGES = { "finding speech": "Finding the speech", transcribing: "Transcribing", diarizing: "Telling the speakers apart" };
+
+function showProgress(stage, seconds, expected) {
+  // the bar moves with the audio decoded (most of the work), then waits on the speakers; it never goes back
+  const bar = $("progress");
+  const decoded = expected ? Math.min(seconds / expected, 1) : 0;
+  const at = stage === "diarizing" ? 0.95 : stage === "finding speech" ? 0.02 : 0.05 + 0.9 * decoded;
+  bar.value = Math.max(Number(bar.value) || 0, at);
+  if (stage === "transcribing" && expected) say(`Transcribing: ${clock(Math.min(seconds, expected))} of ${clock(expected)}…`);
+  else say(`${STAGES[stage] || "Working"}…`);
 }
 
 async function* serverSentEvents(response) {

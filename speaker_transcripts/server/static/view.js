@@ -304,5 +304,45 @@ function editInPlace(item, first, last) {
 
 $("transcript").addEventListener("click", (event) => {
   const word = event.target.closest(".word");
-  if (word) seek(state.words[Number(word.dataset.index)].start, true);
+  if (!word) return;
+  const index = Number(word.dataset.index);
+  seek(state.words[index].start, true);
+  if (!session.live && state.words[index].speaker) showEdgeTools(word.closest(".turn"), index);
 });
+
+function showEdgeTools(item, index) {
+  // The most common diarization error is a few words at a turn's edge that belong to the neighbour ("So I
+  // don't" said by the next speaker): from a clicked word, give the rest of the turn to the next speaker, or
+  // the turn up to it to the previous one.
+  for (const old of document.querySelectorAll(".edge-tools")) old.remove();
+  const all = turns();
+  const at = all.findIndex((turn) => turn.words.includes(index));
+  const turn = all[at];
+  const before = all.slice(0, at).reverse().find((other) => other.speaker);
+  const after = all.slice(at + 1).find((other) => other.speaker);
+  const first = turn.words[0];
+  const last = turn.words.at(-1);
+  const word = state.words[index].text.trim();
+  const tools = element("div", "edge-tools");
+  if (after && after.speaker !== turn.speaker) {
+    tools.append(edgeButton(`“${word}” to the end → ${nameOf(after.speaker)}`,
+      `Move the words from “${word}” to the end of this turn to ${nameOf(after.speaker)}`,
+      () => moveTurn(state, index, last, after.speaker)));
+  }
+  if (before && before.speaker !== turn.speaker) {
+    tools.append(edgeButton(`${nameOf(before.speaker)} ← the start to “${word}”`,
+      `Move the words from the start of this turn to “${word}” to ${nameOf(before.speaker)}`,
+      () => moveTurn(state, first, index, before.speaker)));
+  }
+  if (tools.childElementCount) item.append(tools);  // under the turn's words, in their column
+}
+
+function edgeButton(text, label, change) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "edge-move";
+  button.textContent = text;
+  button.setAttribute("aria-label", label);
+  button.addEventListener("click", () => correct(change));
+  return button;
+}
