@@ -4,7 +4,7 @@
 // opens the session with the secret: the key itself never goes with the audio.
 
 import { authHeaders } from "./auth.js";
-import { session } from "./common.js";
+import { explainStatus, session } from "./common.js";
 
 // A short-lived key for one session (POST v1/realtime/client_secrets), or "" when the server needs none.
 async function clientSecret() {
@@ -12,7 +12,7 @@ async function clientSecret() {
   const answer = await fetch("v1/realtime/client_secrets", {
     method: "POST", headers: { ...authHeaders(), "Content-Type": "application/json" }, body: JSON.stringify({ expires_after: { seconds: 60 } }),
   });
-  if (!answer.ok) throw new Error(`The live session could not start: the server refused a client secret (HTTP ${answer.status}).`);
+  if (!answer.ok) throw new Error(`The live session could not start. ${explainStatus(answer.status, (await answer.json().catch(() => ({}))).error?.message)}`);
   return (await answer.json()).value;
 }
 
