@@ -374,3 +374,22 @@ def test_media_ports_stay_in_webrtc_ports_and_a_call_finding_none_free_is_503(li
     candidates = [line.split() for line in sdp.splitlines() if line.startswith("a=candidate:")]
     assert candidates and {(fields[4], int(fields[5])) for fields in candidates} == {("127.0.0.1", port)}
     assert refused.status_code == 503 and "WEBRTC_PORTS" in refused.json()["error"]["message"]
+
+
+def test_a_call_that_never_connects_is_hung_up_by_the_key_and_frees_its_slot(server):
+    """What the page does when its call does not connect before it falls back to the WebSocket."""
+    async def scenario() -> None:
+        call = Call(ClipTrack(np.zeros(16000, dtype=np.float32)))
+        answer = await post_offer(server.url, await call.offer(), KEY)  # its answer never applied: no ICE, no channel
+        assert server.app.state.live.active == 1
+        async with httpx.AsyncClient() as client:
+            with_secret = await client.post(server.url + answer.headers["location"] + "/hangup",
+                                            headers={"Authorization": f"Bearer {mint(server.url).json()['value']}"})
+            hung_up = await client.post(server.url + answer.headers["location"] + "/hangup", headers={"Authorization": f"Bearer {KEY}"})
+            again = await client.post(server.url + answer.headers["location"] + "/hangup", headers={"Authorization": f"Bearer {KEY}"})
+        assert (with_secret.status_code, hung_up.status_code) == (401, 200)
+        await slots_free(server.app)
+        assert again.status_code == 404 or server.app.state.calls == {}
+        await call.hang_up()
+
+    asyncio.run(scenario())

@@ -51,7 +51,12 @@ async function openCall(stream, secret, on) {
   }
   await peer.setRemoteDescription({ type: "answer", sdp: await answer.text() });
   await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { peer.close(); reject(new Error("the call did not connect")); }, CONNECT_MS);
+    const timer = setTimeout(() => {
+      peer.close();
+      // the server holds a live slot for the call until it connects: hang it up, so the WebSocket gets that slot
+      fetch(`${answer.headers.get("Location").slice(1)}/hangup`, { method: "POST", headers: authHeaders() })
+        .catch(() => {}).finally(() => reject(new Error("the call did not connect")));
+    }, CONNECT_MS);
     channel.onopen = () => { clearTimeout(timer); resolve(); };
   });
   let closed = false;
