@@ -284,15 +284,57 @@ class ServerSettings(BaseSettings):
         "0 decodes a turn as soon as it stops. `auto` (unset): 3 where Whisper's encoder is fast, 0 on a CPU without bfloat16.",
     )
 
+    # Browser apps: server/client_secrets.py and server/webrtc.py (docs/live.md, Browser apps).
+    realtime_max_client_secrets: int = Field(
+        default=1000,
+        ge=0,
+        le=100_000,
+        description="Client secrets (`POST /v1/realtime/client_secrets`) held at once, unexpired; one more is 429. 0 turns "
+        "minting off (404).",
+    )
+    webrtc: bool = Field(
+        default=True,
+        description="`false` turns WebRTC calls (`POST /v1/realtime/calls`) off (404): the page then records over the "
+        "WebSocket, which needs no UDP.",
+    )
+    webrtc_hosts: str = Field(
+        default="",
+        description="Comma-separated local IP addresses a WebRTC call receives media on (its host candidates); unset: every "
+        "address of this machine's interfaces but loopback. `127.0.0.1` serves browsers on this machine only.",
+    )
+    webrtc_ports: str = Field(
+        default="",
+        pattern=r"^\s*(\d{1,5}\s*-\s*\d{1,5})?\s*$",
+        description="UDP ports for WebRTC media, `FIRST-LAST` (a call takes one port per address in `WEBRTC_HOSTS`), for a "
+        "firewall that opens only those; unset: any free port. A call finding none free is 503.",
+    )
+
     @field_validator("live_max_sessions", "live_lookahead_s", mode="before")
     @classmethod
     def _auto_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and value.strip().lower() in ("", "auto") else value
 
+    @field_validator("webrtc_ports")
+    @classmethod
+    def _a_port_range(cls, value: str) -> str:
+        if value.strip():
+            first, last = (int(part) for part in value.split("-"))
+            if not 1 <= first <= last <= 65535:
+                raise ValueError(f"{value!r} is no port range: FIRST-LAST, 1 <= FIRST <= LAST <= 65535")
+        return value
+
     @field_validator("api_key", "request_timeout_s", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def webrtc_port_range(self) -> tuple[int, int] | None:
+        """``WEBRTC_PORTS`` as (first, last), or None (any free port)."""
+        if not self.webrtc_ports.strip():
+            return None
+        first, last = (int(part) for part in self.webrtc_ports.split("-"))
+        return first, last
 
     @property
     def max_upload_bytes(self) -> int:

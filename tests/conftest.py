@@ -27,6 +27,10 @@ os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
 # (batch/job.py: start_ray), whichever test imports Ray first.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
+# WebRTC calls (the page's Record, the aiortc tests) receive media on loopback only: no test's packet
+# goes to an address of another interface.
+os.environ["WEBRTC_HOSTS"] = "127.0.0.1"
+
 DATA = Path(__file__).resolve().parent / "data"
 SETTINGS_ENV = (
     "ASR_MODEL", "ASSISTANT_MODEL", "DIARIZATION_MODEL", "HF_TOKEN", "DEVICE", "DTYPE", "SPEECH_GATE", "WARMUP",

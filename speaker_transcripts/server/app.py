@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.console import show_package_log_unless_configured
 from speaker_transcripts.live.capacity import live_capacity
+from speaker_transcripts.server.client_secrets import ClientSecrets
 from speaker_transcripts.server.errors import (
     ClientFaultsInOneLine,
     ModelLoadError,
@@ -43,7 +44,19 @@ from speaker_transcripts.server.middleware import (
     SecurityHeaders,
     StartupFailureInOneLine,
 )
-from speaker_transcripts.server.routers import diarization, docs, endpoints, health, openai, page, realtime, subtitles, voices
+from speaker_transcripts.server.routers import (
+    client_secrets,
+    diarization,
+    docs,
+    endpoints,
+    health,
+    openai,
+    page,
+    realtime,
+    realtime_calls,
+    subtitles,
+    voices,
+)
 from speaker_transcripts.server.routers import metrics as metrics_router
 from speaker_transcripts.server.routers.realtime import LiveSlots
 
@@ -86,6 +99,8 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
         for log, each in itertools.product(logs, filters):
             log.removeFilter(each)
         app.state.queue.close()
+        for call in list(app.state.calls.values()):  # WebRTC calls hang up with the server
+            await call.close(1001)
         app.state.live.executor.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
@@ -99,12 +114,15 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     )
     app.state.settings = settings
     app.state.metrics = metrics = ServiceMetrics()
+    app.state.client_secrets = ClientSecrets(settings.realtime_max_client_secrets)
+    app.state.calls, app.state.call_tasks = {}, set()  # WebRTC calls open now (routers/realtime_calls.py)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(BodyReadTimeout, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s,
                        min_rate=settings.body_min_rate_kb_s * 1024)
     app.add_middleware(AdmissionGate)  # after the key check, before a byte of body is read
     protected = ("/v1/",) if settings.metrics_public else ("/v1/", "/metrics")
-    app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected)  # added later = runs earlier
+    app.add_middleware(HeaderGate, api_key=settings.api_key, protected_prefixes=protected,  # added later = runs earlier
+                       client_secrets=app.state.client_secrets)
     app.add_middleware(
         SameOriginGate,
         check_hosts=settings.api_key is None or bool(settings.allowed_hosts),
@@ -114,7 +132,8 @@ def create_app(load_handler: Callable[[], Handler] | None = None, settings: Serv
     app.add_middleware(SecurityHeaders)
     app.add_middleware(StartupFailureInOneLine)
     add_error_handlers(app, settings)
-    for surface in (endpoints, openai, diarization, voices, realtime, subtitles, page, docs, health, metrics_router):
+    for surface in (endpoints, openai, diarization, voices, realtime, client_secrets, realtime_calls, subtitles, page, docs, health,
+                    metrics_router):
         app.include_router(surface.router)
     app.mount("/static", page.static_assets(), name="static")
     app.mount("/docs/assets", docs.swagger_assets(), name="docs-assets")

@@ -18,6 +18,7 @@ from fastapi.security import HTTPBearer
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from speaker_transcripts.server.client_secrets import REALTIME_PATHS, ClientSecrets
 from speaker_transcripts.server.errors import ModelLoadError, error_response
 
 BEARER = HTTPBearer(auto_error=False, description="needed when the server has API_KEY set")
@@ -230,14 +231,17 @@ class HeaderGate:
     (every POST route is an inference route) without the right bearer key is 401 at once, so an
     anonymous client cannot make the server read a 100-MB upload first, and so is a read under one of
     ``protected_prefixes`` (``/v1/`` as OpenAI's API, ``/metrics`` unless ``METRICS_PUBLIC``). This is the only key check; the routes declare the bearer
-    scheme (``BEARER``) for the OpenAPI document."""
+    scheme (``BEARER``) for the OpenAPI document. On ``REALTIME_PATHS`` only, an unexpired client secret
+    stands in for the key, and a CORS preflight (``OPTIONS``, which carries no key) goes through."""
 
     MAX_HEADER_BYTES = 16 * 1024
 
-    def __init__(self, app: ASGIApp, api_key: SecretStr | None, protected_prefixes: tuple[str, ...] = ()) -> None:
+    def __init__(self, app: ASGIApp, api_key: SecretStr | None, protected_prefixes: tuple[str, ...] = (),
+                 client_secrets: ClientSecrets | None = None) -> None:
         self.app = app
         self._expected = api_key.get_secret_value().encode() if api_key else None
         self._protected_prefixes = protected_prefixes
+        self._client_secrets = client_secrets
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -253,13 +257,20 @@ class HeaderGate:
         elif self._expected is not None and (scope["method"] == "POST" or scope["path"].startswith(self._protected_prefixes)):
             scheme, _, token = (authorizations[0] if authorizations else b"").partition(b" ")
             # constant-time comparison: no guessing the key by timing
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._expected):
+            right_key = scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._expected)
+            if not right_key and not self._realtime_pass(scope, token.strip() if scheme.lower() == b"bearer" else None):
                 refusal = (401, WRONG_KEY, {"WWW-Authenticate": "Bearer"})
         if refusal is None:
             await self.app(scope, receive, send)
             return
         status, message, extra = refusal
         await error_response(scope["path"], status, message, {**extra, "Connection": "close"})(scope, receive, send)
+
+    def _realtime_pass(self, scope: Scope, token: bytes | None) -> bool:
+        """Whether a request without the key may go on: a CORS preflight or a client secret, on a realtime path."""
+        if scope["path"] not in REALTIME_PATHS:
+            return False
+        return scope["method"] == "OPTIONS" or (self._client_secrets is not None and self._client_secrets.check(token) is not None)
 
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -31,6 +31,9 @@ SAMPLE = ROOT / "samples" / "two-readers.wav"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
 DENY_MICROPHONE = Path(__file__).resolve().parent / "deny_microphone.js"
 GUARD_MS = 180_000  # a failure guard for waits, never a pace the tests rely on
+# Record's WebRTC calls on loopback (the servers' WEBRTC_HOSTS, tests/conftest.py): Chromium offers its loopback
+# address, and its real addresses rather than mDNS names (no multicast announcements).
+LOOPBACK_WEBRTC = ["--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"]
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +74,7 @@ def browser(microphone_wav):
 
     arguments = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--no-first-run", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                 f"--use-file-for-fake-audio-capture={microphone_wav}", "--autoplay-policy=no-user-gesture-required"]
+                 f"--use-file-for-fake-audio-capture={microphone_wav}", "--autoplay-policy=no-user-gesture-required", *LOOPBACK_WEBRTC]
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=arguments)
         yield chromium
@@ -350,6 +353,7 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     record = page.get_by_role("button", name="Record")
     record.click()
     expect(page.locator("#record")).to_have_attribute("aria-pressed", "true", timeout=GUARD_MS)
+    expect(page.locator("#status")).to_contain_text("Listening (WebRTC)")  # the server offers calls: Record opens one
     expect(page.locator("#record-clock")).to_have_text(re.compile(r"^0:0[2-9]|^0:[1-5]\d"), timeout=GUARD_MS)  # it counts
     expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)  # the second reader, live
     levels = page.evaluate("window.levels")
@@ -362,10 +366,43 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     assert page.problems == []
 
 
+@pytest.mark.parametrize("webrtc", [True, False], ids=["call", "websocket"])
+def test_record_with_a_key_opens_its_session_with_a_client_secret_not_the_key(browser, real_handler, webrtc):
+    """With ``API_KEY``, Record mints a client secret with the key and opens the session with the secret: a
+    WebRTC call where the server offers one, the WebSocket (the secret as its subprotocol) where it does not."""
+    settings = ServerSettings(api_key="sk-record", webrtc=webrtc)
+    app = create_app(lambda: real_handler, settings)
+    with serving(app, settings) as base_url:
+        context = browser.new_context()
+        page = context.new_page()
+        problems: list[str] = []
+        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+        sent: list[tuple[str, str | None]] = []  # each request's URL and Authorization, and each WebSocket's URL
+        page.on("request", lambda request: sent.append((request.url, request.headers.get("authorization"))))
+        page.on("websocket", lambda socket: sent.append((socket.url, None)))
+        page.goto(base_url + "/")
+        page.fill("#api-key", "sk-record")
+        page.click("#key-save")
+        expect(page.locator("#status")).to_contain_text("Key accepted", timeout=GUARD_MS)
+        problems.clear()  # what the page asked for before it had the key was refused, as it should be
+        page.get_by_role("button", name="Record").click()
+        expect(page.locator("#status")).to_contain_text(f"Listening ({'WebRTC' if webrtc else 'WebSocket'})", timeout=GUARD_MS)
+        expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)
+        page.get_by_role("button", name="Stop").click()
+        expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
+        context.close()
+    minted = [auth for url, auth in sent if url.endswith("/v1/realtime/client_secrets")]
+    calls = [auth for url, auth in sent if "/v1/realtime/calls" in url]
+    sockets = [url for url, _ in sent if url.startswith("ws")]
+    assert minted == ["Bearer sk-record"]  # the key goes to mint the secret, and nowhere near the audio
+    assert all(auth.startswith("Bearer ek_") for auth in calls) and len(calls) == webrtc and len(sockets) == (not webrtc)
+    assert not any("sk-record" in url for url, _ in sent) and problems == []
+
+
 def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_http(browser, microphone_wav, real_handler, tmp_path):
     """The page as another machine opens it (a host name that is not localhost, mapped to 127.0.0.1 in
     Chromium only): over ``serve --ssl-certfile/--ssl-keyfile`` (a throwaway CA's certificate) Record
-    streams over wss:// and words come back; over plain http the browser gives no microphone, and the
+    streams over wss:// (``WEBRTC=false``) and words come back; over plain http the browser gives no microphone, and the
     page says why and what to do instead of "No microphone was found"."""
     import trustme
 
@@ -380,7 +417,7 @@ def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_ht
     chromium = browser.browser_type.launch(executable_path=CHROMIUM, headless=True, args=arguments)  # its own flags
     try:
         page = chromium.new_page()
-        with serving(create_app(lambda: real_handler, ServerSettings()), **tls) as base_url:
+        with serving(create_app(lambda: real_handler, ServerSettings(webrtc=False)), **tls) as base_url:
             page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
             assert page.evaluate("window.isSecureContext") and page.locator("#record-note").is_hidden()
             page.get_by_role("button", name="Record").click()
@@ -512,7 +549,7 @@ def test_a_file_over_the_limit_and_a_full_server_are_explained(browser, real_han
         context = browser.new_context()
         too_long = refused_upload(context.new_page(), base_url, sent)
         context.close()
-    assert sent == [], "the page knew the limits: nothing was uploaded"
+    assert [url for url in sent if "/v1/realtime/calls" not in url] == [], "the page knew the limits: nothing was uploaded"
     assert "too big" in too_big and "MAX_UPLOAD_MB" in too_big and "470 kB" in too_big and "Nothing was sent" in too_big
     assert "too long" in too_long and "0:14" in too_long and "at most 0:10 (MAX_AUDIO_SECONDS)" in too_long
     assert "Uploading" not in status_beside_it  # the status no longer says the upload goes on beside its error
@@ -541,3 +578,40 @@ def test_the_api_docs_render_from_this_server_alone(page, page_url):
     expect(page.locator(".opblock-summary-path", has_text="/v1/audio/transcriptions").first).to_be_visible(timeout=GUARD_MS)
     assert requested and all(url.startswith(page_url) for url in requested), [url for url in requested if not url.startswith(page_url)]
     assert not page.problems, page.problems
+
+
+def test_the_example_app_records_the_microphone_over_webrtc_from_another_origin(browser, real_handler):
+    """examples/webrtc-transcription as its README runs it: its backend (another origin, in ALLOWED_ORIGINS)
+    mints a secret with the key, its page opens a call with the secret and shows each turn's text."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    origin = f"http://127.0.0.1:{port}"
+    settings = ServerSettings(api_key="sk-example", allowed_origins=origin)
+    with serving(create_app(lambda: real_handler, settings), settings) as base_url:
+        environment = {**os.environ, "SERVER_URL": base_url, "API_KEY": "sk-example", "PORT": str(port)}
+        backend = subprocess.Popen([sys.executable, str(ROOT / "examples" / "webrtc-transcription" / "backend.py")], env=environment)
+        context = browser.new_context()
+        try:
+            for _ in range(600):  # up once it answers (the guard turns a backend that never starts into a failure)
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(origin + "/").status_code == 200:
+                        break
+                time.sleep(0.1)
+            page = context.new_page()
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+            page.goto(origin + "/")
+            page.get_by_role("button", name="Start").click()
+            expect(page.locator("#status")).to_have_text("listening", timeout=GUARD_MS)
+            expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)
+            page.get_by_role("button", name="Stop").click()
+            assert problems == []
+        finally:
+            context.close()
+            backend.terminate()
+            backend.wait(timeout=30)

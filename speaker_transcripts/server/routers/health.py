@@ -51,6 +51,9 @@ async def ready(request: Request) -> dict[str, Any]:
             "uploading": queue.reading, "uploading_mb": round(queue.reading_bytes / 2**20, 1),  # bodies still arriving, by what they sent
         },
         "auth": request.app.state.settings.api_key is not None,
+        # How the page records: a WebRTC call when offered, a client secret for it when the server has a key.
+        "realtime": {"webrtc": request.app.state.settings.webrtc,
+                     "client_secrets": request.app.state.settings.realtime_max_client_secrets > 0},
         # What a client can check before it sends a file (the page refuses what would be refused anyway).
         "limits": {"max_upload_mb": request.app.state.settings.max_upload_mb, "max_audio_seconds": handler.settings.max_audio_seconds},
     }

@@ -10,14 +10,14 @@ session's age, a frame's size (Uvicorn's ``ws_max_size``), and the work a sessio
 ``LIVE_MAX_BACKLOG_S`` of audio and at most ``MAX_PENDING_EVENTS`` other events (``MAX_PENDING_UPDATES``
 of them ``session.update``). Past either bound the server stops reading the socket until the session
 catches up, so a fast client is slowed by TCP instead of filling memory; keepalive pings do not time
-out meanwhile. Events take effect in the order sent. With ``API_KEY``, the key comes in
-``Authorization: Bearer`` or the subprotocol ``openai-insecure-api-key.<key>``, never the query string.
+out meanwhile. Events take effect in the order sent. With ``API_KEY``, the key (or a client secret)
+comes in ``Authorization: Bearer`` or the subprotocol ``openai-insecure-api-key.<key>``, never the query
+string. ``Connection`` runs over a ``Transport``: this WebSocket, or a WebRTC call (``realtime_calls``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import threading
 import time
@@ -27,7 +27,6 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
-from starlette.websockets import WebSocketState
 
 from speaker_transcripts.config import parse_parameters, resolve_request
 from speaker_transcripts.errors import InvalidRequestError, RequestAbandoned
@@ -36,6 +35,7 @@ from speaker_transcripts.live.capacity import TEXT_ONLY_COST, LiveCapacity, sess
 from speaker_transcripts.live.events import Cleared, LiveEvent, TranscriptFailed
 from speaker_transcripts.live.session import LiveConfig, LiveSession, NothingToCommit
 from speaker_transcripts.pipeline.audio import PcmStream
+from speaker_transcripts.server.client_secrets import ClientSecret
 from speaker_transcripts.server.errors import logger
 from speaker_transcripts.server.middleware import WRONG_KEY
 from speaker_transcripts.server.realtime_protocol import (
@@ -50,6 +50,7 @@ from speaker_transcripts.server.realtime_protocol import (
     session_object,
     updated_settings,
 )
+from speaker_transcripts.server.realtime_transport import Pcm, Transport, WebSocketTransport
 
 router = APIRouter()
 MAX_PENDING_EVENTS = 64  # events other than audio read but not yet applied (commits, clears, updates)
@@ -162,11 +163,11 @@ async def realtime(websocket: WebSocket) -> None:
     """OpenAI's Realtime API, transcription sessions (``?intent=transcription``; ``model`` is accepted and ignored)."""
     app = websocket.app
     settings = app.state.settings
-    handler = app.state.handler
+    key, twice = _offered_key(websocket)
+    secret: ClientSecret | None = app.state.client_secrets.check(key)
     if settings.api_key is not None:
-        key, twice = _offered_key(websocket)
         expected = settings.api_key.get_secret_value().encode()
-        if twice or key is None or not hmac.compare_digest(key, expected):
+        if twice or key is None or not (hmac.compare_digest(key, expected) or secret is not None):
             app.state.metrics.live_refused.labels("auth").inc()
             message = "send one Authorization header, not several" if twice else WRONG_KEY + " (a browser: the subprotocol openai-insecure-api-key.<API_KEY>)"
             await websocket.send_denial_response(JSONResponse({"error": message}, status_code=400 if twice else 401))
@@ -174,38 +175,67 @@ async def realtime(websocket: WebSocket) -> None:
     offered = websocket.scope.get("subprotocols", [])
     await websocket.accept(subprotocol=REALTIME_SUBPROTOCOL if REALTIME_SUBPROTOCOL in offered else None)
     intent = websocket.query_params.get("intent", "transcription")
-    slots: LiveSlots = app.state.live
     if intent != "transcription":
-        await _refuse(websocket, f"intent {intent!r} is not served here: this server runs transcription sessions (?intent=transcription)",
-                      "invalid_intent", 1008)
+        await _refuse(websocket, INTENT_REFUSED.format(intent=intent), "invalid_intent", 1008)
         return
-    slot = await slots.take()
-    busy = (f"the server is at capacity ({slots.limit} live sessions with speakers or {slots.budget // TEXT_ONLY_COST} text-only, "
-            "LIVE_MAX_SESSIONS); try again later")
+    slot = await admit(app)
+    if slot is None:
+        await _refuse(websocket, busy_message(app), "server_busy", 1013, kind="server_error")
+        return
+    release = releaser(app, slot)
+    beta = websocket.headers.get("openai-beta", "").startswith("realtime")
+    try:
+        await connection(app, WebSocketTransport(websocket), slot, release, beta, secret).run()
+    finally:
+        release()
+
+
+INTENT_REFUSED = "intent {intent!r} is not served here: this server runs transcription sessions (?intent=transcription)"
+
+
+async def admit(app: Any) -> Slot | None:
+    """A live slot for a new session at a text-only session's cost (``LiveSlots.take``), counted; None
+    (counted as refused) at capacity. The session takes its own cost with its first audio (``connection``)."""
+    slot = await app.state.live.take()
     if slot is None:
         app.state.metrics.live_refused.labels("capacity").inc()
-        await _refuse(websocket, busy, "server_busy", 1013, kind="server_error")
-        return
-    app.state.metrics.live_sessions.inc()
+    else:
+        app.state.metrics.live_sessions.inc()
+    return slot
+
+
+def busy_message(app: Any) -> str:
+    slots: LiveSlots = app.state.live
+    return (f"the server is at capacity ({slots.limit} live sessions with speakers or {slots.budget // TEXT_ONLY_COST} text-only, "
+            "LIVE_MAX_SESSIONS); try again later")
+
+
+def releaser(app: Any, slot: Slot) -> Callable[[], None]:
+    """Free ``slot`` once: before the closing frame goes out, so a client that opens its next
+    session as soon as this one closes finds the slot free."""
 
     def release() -> None:
-        """Free the slot once: before the closing frame goes out, so a client that opens its next
-        session as soon as this one closes finds the slot free."""
         if not slot.given_back:
             slot.give_back()
             app.state.metrics.live_sessions.dec()
 
-    def admit(diarize: bool) -> None:
+    return release
+
+
+def connection(app: Any, transport: Transport, slot: Slot, release: Callable[[], None], beta: bool = False,
+               secret: ClientSecret | None = None) -> Connection:
+    """The session of one admitted client, over ``transport``; a client secret's configuration first."""
+    slots: LiveSlots = app.state.live
+
+    def costed(diarize: bool) -> None:
         """Called in the session's thread as its first audio starts it: its cost taken, or ``AtCapacity``."""
         if not slot.grow(diarize):
             app.state.metrics.live_refused.labels("capacity").inc()
-            raise AtCapacity(busy)
+            raise AtCapacity(busy_message(app))
 
-    try:
-        await Connection(websocket, handler, settings, slots.executor, release, slot.ending,
-                         alone=lambda: slots.active <= 1, lookahead_s=slots.lookahead_s, admit=admit).run()
-    finally:
-        release()
+    return Connection(transport, app.state.handler, app.state.settings, slots.executor, release, slot.ending,
+                      alone=lambda: slots.active <= 1, lookahead_s=slots.lookahead_s, admit=costed, beta=beta,
+                      start=secret.session if secret is not None else None)
 
 
 async def _refuse(websocket: WebSocket, message: str, code: str, close_code: int, kind: str = "invalid_request_error") -> None:
@@ -221,11 +251,13 @@ class Connection:
     """One accepted session: a reader of client events, a worker running the session in a thread
     (events in order, audio that piled up meanwhile taken in one go), and the limits in time."""
 
-    def __init__(self, websocket: WebSocket, handler: Any, settings: Any, executor: ThreadPoolExecutor,
+    def __init__(self, transport: Transport, handler: Any, settings: Any, executor: ThreadPoolExecutor,
                  release: Callable[[], None] = lambda: None, ending: Callable[[], None] = lambda: None,
                  alone: Callable[[], bool] = lambda: True, lookahead_s: float = 0.0,
-                 admit: Callable[[bool], None] = lambda diarize: None) -> None:
-        self.websocket = websocket
+                 admit: Callable[[bool], None] = lambda diarize: None, beta: bool = False,
+                 start: dict[str, Any] | None = None) -> None:
+        self.transport = transport
+        self.start = start  # a client secret's session configuration: applied before session.created
         self.handler = handler
         self.limits = settings
         self.executor = executor
@@ -235,7 +267,7 @@ class Connection:
         self.lookahead_s = lookahead_s
         self.admit = admit  # the session's cost taken as its first audio starts it (``AtCapacity`` when it does not fit)
         self.id = new_id("sess")
-        self.beta = websocket.headers.get("openai-beta", "").startswith("realtime")
+        self.beta = beta
         self.settings = SessionSettings()  # as the session's thread has applied them, in the order sent
         self.voices: dict[str, Any] = {}  # known speakers' embeddings, made when they are set
         self.expires_at = time.time() + settings.live_max_session_s
@@ -254,25 +286,30 @@ class Connection:
 
     async def send(self, event: dict[str, Any]) -> None:
         """Send one event; a client that is gone, or stops reading for ``WRITE_TIMEOUT_S``, ends the session."""
-        if self.websocket.client_state != WebSocketState.CONNECTED:
+        if not self.transport.connected:
             raise ClientGone
         try:
-            await asyncio.wait_for(self.websocket.send_json(event), timeout=self.limits.write_timeout_s)
+            await asyncio.wait_for(self.transport.send(event), timeout=self.limits.write_timeout_s)
         except (TimeoutError, WebSocketDisconnect, RuntimeError, OSError) as error:
             self.stopped.set()
             raise ClientGone from error
 
     async def close(self, code: int) -> None:
-        """Close the socket unless the client already has."""
-        if self.websocket.client_state == WebSocketState.CONNECTED:
-            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
-                await self.websocket.close(code)
+        """Close the connection unless the client already has."""
+        await self.transport.close(code)
 
     async def run(self) -> None:
         kind = "transcription_session.created" if self.beta else "session.created"
         reader = asyncio.ensure_future(self._read())
         worker = asyncio.ensure_future(self._work())
         try:
+            if self.start is not None:  # checked when it was minted; what the models refuse is said, the session goes on
+                try:
+                    await asyncio.get_running_loop().run_in_executor(
+                        self.executor, self._update, updated_settings(self.settings, {"type": "session.update", "session": self.start}))
+                    self.read_rate = self.settings.rate
+                except InvalidRequestError as error:
+                    await self.send(error_event(f"the client secret's session: {error}", getattr(error, "code", "invalid_value")))
             await self.send({"type": kind, "event_id": new_id("event"), "session": self._session_object()})
             done, _ = await asyncio.wait({reader, worker}, timeout=max(self.expires_at - time.time(), 0.0),
                                          return_when=asyncio.FIRST_COMPLETED)
@@ -308,16 +345,17 @@ class Connection:
         idle_at = time.monotonic() + self.limits.live_idle_timeout_s
         while True:
             try:
-                message = await asyncio.wait_for(self.websocket.receive(), timeout=max(idle_at - time.monotonic(), 0.0))
+                frame = await asyncio.wait_for(self.transport.receive(), timeout=max(idle_at - time.monotonic(), 0.0))
             except TimeoutError:
                 await self.send(error_event(f"no event for {self.limits.live_idle_timeout_s:g} s (LIVE_IDLE_TIMEOUT_S); "
                                             "closing the session", "session_idle"))
                 return "idle"
-            except (WebSocketDisconnect, RuntimeError):
+            if frame is None:
                 return "gone"
-            if message["type"] == "websocket.disconnect":
-                return "gone"
-            frame = message.get("text") if message.get("text") is not None else message.get("bytes")
+            if isinstance(frame, Pcm):  # a call's track: the same path as an append's audio
+                if await self._append(frame.samples, None):
+                    idle_at = time.monotonic() + self.limits.live_idle_timeout_s
+                continue
             client_event_id = None
             try:
                 event = parse_event(frame or b"")
@@ -334,14 +372,9 @@ class Connection:
         The reader waits (and TCP slows the client) while the session has as much pending as it may."""
         kind = event["type"]
         if kind == "input_audio_buffer.append":
-            pcm = audio_of(event)
-            await self._room(lambda: self.backlog <= self.limits.live_max_backlog_s)
-            seconds = len(pcm) / 2 / self.read_rate
-            self.audio_read = self.audio_read or len(pcm) > 0
-            self.backlog += seconds
-            await self.inbox.put(("audio", (pcm, seconds), client_event_id))
-            await self._report_lag()
-            return len(pcm) > 0
+            if self.transport.media_rate is not None:
+                raise ProtocolError("this session's audio comes in the call's audio track, not in events", "invalid_event", "type")
+            return await self._append(audio_of(event), client_event_id)
         update = kind in ("session.update", "transcription_session.update")
         await self._room(lambda: self.pending["events"] < MAX_PENDING_EVENTS and (not update or self.pending["updates"] < MAX_PENDING_UPDATES))
         self.pending["events"] += 1
@@ -353,6 +386,16 @@ class Connection:
         else:
             await self.inbox.put((kind.removeprefix("input_audio_buffer."), None, client_event_id))
         return False
+
+    async def _append(self, pcm: bytes, client_event_id: str | None) -> bool:
+        """Queue audio for the session's thread once the backlog has room; False if it was empty."""
+        await self._room(lambda: self.backlog <= self.limits.live_max_backlog_s)
+        seconds = len(pcm) / 2 / (self.transport.media_rate or self.read_rate)
+        self.audio_read = self.audio_read or len(pcm) > 0
+        self.backlog += seconds
+        await self.inbox.put(("audio", (pcm, seconds), client_event_id))
+        await self._report_lag()
+        return len(pcm) > 0
 
     async def _room(self, has_room: Callable[[], bool]) -> None:
         """Wait until the session has worked off enough of what is pending."""
@@ -427,7 +470,7 @@ class Connection:
             self._update(updated_settings(self.settings, value))
             return []
         if kind == "audio":  # at the rate the updates applied so far set
-            self.stream = self.stream or PcmStream(self.settings.rate)
+            self.stream = self.stream or PcmStream(self.transport.media_rate or self.settings.rate)
             value = self.stream(value[0])
         if self.session is None:
             if kind == "commit":
@@ -455,7 +498,7 @@ class Connection:
 
     def _update(self, settings: SessionSettings) -> None:
         """Check a new configuration against the loaded models (a file request's rules) and apply it."""
-        if self.stream is not None and settings.rate != self.settings.rate:
+        if self.stream is not None and settings.rate != self.settings.rate and self.transport.media_rate is None:
             raise ProtocolError("the audio format cannot change once audio was sent", "invalid_value", "session.audio.input.format")
         speakers = ("diarize", "known_speakers", "voices")
         if self.stream is not None and any(getattr(settings, name) != getattr(self.settings, name) for name in speakers):

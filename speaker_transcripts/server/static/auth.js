@@ -18,6 +18,7 @@ export async function checkAuth() {
     const ready = await (await fetch("ready")).json();
     session.authRequired = Boolean(ready.auth);
     session.limits = ready.limits || {};
+    session.realtime = ready.realtime || {};
   } catch {
     session.authRequired = false;
   }

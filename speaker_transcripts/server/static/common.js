@@ -81,4 +81,4 @@ export function clock(seconds) {
 // What the page's parts share beyond the transcript: whether the server wants a key, its limits (GET /ready's
 // MAX_UPLOAD_MB and MAX_AUDIO_SECONDS: a file over them is not sent) and the live session in progress.
 // The recording shown (a File or Blob: the player's source) is kept for cutting voices from (voices.js).
-export const session = { authRequired: false, limits: {}, live: null, recording: null };
+export const session = { authRequired: false, limits: {}, realtime: {}, live: null, recording: null };

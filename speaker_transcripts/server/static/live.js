@@ -1,14 +1,15 @@
-// The microphone: Record streams it to the live WebSocket route (GET /v1/realtime, OpenAI's Realtime
-// protocol) and shows words and speakers as they become final.
+// The microphone: Record streams it to a live session (OpenAI's Realtime protocol, over a WebRTC call or
+// the WebSocket: realtime-link.js) and shows words and speakers as they become final.
 
 import { $, clock, concatenate, say, session, showError, state, wavBlob } from "./common.js";
 import { apiKey } from "./auth.js";
+import { openLink } from "./realtime-link.js";
 import { attributeWords, render, resetResult, speakerLabels } from "./view.js";
 import { setAudio } from "./player.js";
 import { chosenVoices } from "./voices.js";
 
 const LIVE_RATE = 16000;
-// --- the microphone: the live WebSocket route -------------------------------------------------
+// --- the microphone: the live session ---------------------------------------------------------
 
 $("record").addEventListener("click", () => {
   if (session.live) session.live.stop();
@@ -48,7 +49,7 @@ async function startLive() {
   if (session.authRequired && !apiKey()) throw new Error("This server needs an API key: enter it above first.");
   let stream;
   try {
-    stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
+    stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true } });
   } catch (error) {
     if (error.name === "NotAllowedError" || error.name === "SecurityError") {
       throw new Error("The browser did not allow the microphone. Allow it for this page (the icon in the address bar) and press Record again.");
@@ -62,13 +63,8 @@ async function startLive() {
   await context.audioWorklet.addModule("static/pcm-worklet.js");
   const source = context.createMediaStreamSource(stream);
   const capture = new AudioWorkletNode(context, "pcm16-capture");
-  // the socket last, and its handlers set before anything is awaited again: an "open" heard by nobody is lost
-  const protocols = ["realtime"];
-  if (apiKey()) protocols.push(`openai-insecure-api-key.${apiKey()}`);
-  const url = new URL("v1/realtime?intent=transcription", window.location.href);
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  const socket = new WebSocket(url, protocols);
   const recorded = [];
+  let link = null;
   let open = false;
   let stopping = false;
   // Stop sends a commit; the session ends once that commit was answered (its turn committed, or nothing
@@ -78,7 +74,7 @@ async function startLive() {
   const unfinished = new Set(); // turns committed, their final text not come yet
   const serverStopped = new Set(); // turns the server's turn detection ended, not Stop's commit
   function closeWhenDone() {
-    if (stopping && commitAnswered && unfinished.size === 0) socket.close();
+    if (stopping && commitAnswered && unfinished.size === 0) link.close();
   }
   const tentative = new Map(); // item -> words final but not yet with a speaker
 
@@ -88,28 +84,19 @@ async function startLive() {
     recorded.push(pcm);
     heard += pcm.length;
     showInput(pcm, heard / LIVE_RATE);
-    if (open && socket.readyState === WebSocket.OPEN) {
-      socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: base64(event.data) }));
-    }
+    if (open && link.sendsAudio) link.send({ type: "input_audio_buffer.append", audio: base64(event.data) });
   };
-  socket.onopen = () => {
-    socket.send(JSON.stringify({
-      type: "session.update",
-      session: { type: "transcription", audio: { input: { format: { type: "audio/pcm", rate: LIVE_RATE }, transcription: liveTranscription() } } },
-    }));
+  function opened(opening) {
+    link = opening;
+    // over a call the audio comes in the track (Opus, the server resamples it): no format to set
+    const input = link.sendsAudio ? { format: { type: "audio/pcm", rate: LIVE_RATE }, transcription: liveTranscription() } : { transcription: liveTranscription() };
+    link.send({ type: "session.update", session: { type: "transcription", audio: { input } } });
     open = true;
     source.connect(capture);
     setRecording(true);
-    say("Listening: words appear as they become final.");
-  };
-  socket.onerror = () => {
-    if (!open) showError("The live session could not start: the server refused the connection (a wrong API key, or live sessions turned off).");
-  };
-  socket.onclose = () => {
-    finish();
-  };
-  socket.onmessage = (message) => {
-    const event = JSON.parse(message.data);
+    say(`Listening (${link.kind}): words appear as they become final.`);
+  }
+  function handle(event) {
     switch (event.type) {
       case "conversation.item.input_audio_transcription.delta":
         tentative.set(event.item_id, (tentative.get(event.item_id) || "") + event.delta);
@@ -152,7 +139,7 @@ async function startLive() {
       default:
         break;
     }
-  };
+  }
   const turnStarts = new Map();
   function lastTurnStart(item) { return turnStarts.get(item) ?? 0; }
 
@@ -178,10 +165,19 @@ async function startLive() {
       stopping = true;
       source.disconnect();
       say("Finishing the last words…");
-      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "input_audio_buffer.commit" }));
+      if (open) link.send({ type: "input_audio_buffer.commit" });
       else finish();
     },
   };
+  try {
+    link = await openLink(stream, {
+      open: opened, event: handle, close: finish,
+      refused: (message) => { showError(message); finish(); },
+    });
+  } catch (error) {
+    finish();
+    throw error;
+  }
 }
 
 function liveTranscription() {
