@@ -417,14 +417,15 @@ def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_ht
     chromium = browser.browser_type.launch(executable_path=CHROMIUM, headless=True, args=arguments)  # its own flags
     try:
         page = chromium.new_page()
-        with serving(create_app(lambda: real_handler, ServerSettings(webrtc=False)), **tls) as base_url:
+        named = ServerSettings(webrtc=False, allowed_hosts="speaker-transcripts.test")  # a keyless server answers known names only
+        with serving(create_app(lambda: real_handler, named), **tls) as base_url:
             page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
             assert page.evaluate("window.isSecureContext") and page.locator("#record-note").is_hidden()
             page.get_by_role("button", name="Record").click()
             expect(page.locator("#transcript")).to_contain_text("forward", timeout=GUARD_MS)
             page.get_by_role("button", name="Stop").click()
             expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
-        with serving(create_app(lambda: real_handler, ServerSettings())) as base_url:
+        with serving(create_app(lambda: real_handler, ServerSettings(allowed_hosts="speaker-transcripts.test"))) as base_url:
             page.goto(base_url.replace("127.0.0.1", "speaker-transcripts.test") + "/")
             expect(page.locator("#record")).to_be_disabled()
             expect(page.locator("#record-note")).to_contain_text("only to pages served over https://")
