@@ -1,38 +1,16 @@
 """Live sessions at real-time pace: how soon words and speakers arrive, how right they are, how many sessions fit.
 
-    python bench/live.py --asr-model whisper-base [--sets dev ami quick] [--only trn00 trn01 ...] \
-        [--quick-dir DIR] [--quick-per-kind 2] [--busy 2] [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1] [--out bench-results/live]
+    python bench/live.py --asr-model whisper-base [--sets dev ami quick] [--only trn00 trn01 ...] [--quick-dir DIR]
+        [--quick-per-kind 2] [--busy 2] [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1]
+        [--out bench-results/live]
 
-Three sets of recordings (``--sets``): ``dev``, the dev conversations (manifest entries with RTTM and
-text: turns that end in clean pauses); ``ami``, the 12 real AMI excerpts (``meetings/``, kind
-``real_meeting``: RTTM only, overlapping speech, no pauses to speak of; reported as ``ami-tuning``, trn00-trn05,
-which the live settings were tuned on, and ``ami-held-out``, the rest); ``quick``, the short quick
-exchanges ``bench/quick_conversations.py`` builds (into ``--quick-dir``, made there when it holds no
-manifest). ``--only`` keeps the files whose names start with one of its words (a tuning split).
-Each file is streamed into a live session (``live/session.py``, the models loaded once, as the
-server runs them) in 100-ms appends at real-time pace by a feeder thread; the session's thread takes
-whatever audio arrived while it was busy in one go, as the server's worker does. ``--sessions N``
-runs N sessions at once, each on its own file (cycled, in groups of N until every file has been
-streamed), sharing the models as the server's sessions do. ``--busy N`` runs N processes spinning on a
-core each while the sessions stream (the file path's answers are made before, and kept in ``--out`` for
-the next run). Each row says the load average (1 min) before and after its set.
-
-Reported per set and run, beside the file path (the handler on the whole file, same model):
-
-- word latency: for each word of a delta, the time it was delivered minus the time it ended in the
-  audio (its end on the session clock, paced), p50 and p90;
-- speaker latency: for each word of a final segment (which carries its speaker), the time the
-  segment was delivered minus the time the word ended in the audio, p50 and p90;
-- final WER of the completed turns, pooled (sets with text), and the file path's;
-- speaker attribution of the live words (sets with speaker texts): the share of reference words
-  (``scoring.attribution``) given the right speaker, beside the file path's;
-- DER (no collar, all of each file scored) of the live diarizer's final timeline and of the file
-  path's diarization, pooled over the set (sets with RTTM);
-- speaker count: files where the speakers of the live segments (and of the file path's answer) are
-  as many as the reference's, and where the speakers of the live diarizer's timeline (and of the file
-  path's diarization) are: an excerpt Whisper hears few words in counts its speakers by the timeline;
-- CPU: process CPU seconds over wall seconds (of 2 cores here: 2.0 is everything), and whether
-  the sessions kept up: the worst backlog (audio received, not yet processed) and wall over audio.
+Sets: ``dev`` (the dev conversations), ``ami`` (the 12 AMI excerpts, reported as ``ami-tuning`` trn00-trn05
+and ``ami-held-out``), ``quick`` (``bench/quality/quick_conversations.py``'s exchanges). Each file is streamed
+into a live session in 100-ms appends at real-time pace, the models loaded once as the server runs them;
+``--sessions N`` runs N at once, ``--busy N`` beside N spinning processes. Reported per set beside the file
+path: word latency, speaker latency (a word's end to the final segment carrying its speaker), WER,
+attribution, DER, speaker counts, CPU and the worst backlog; what each means exactly is in bench/README.md
+("live.py").
 """
 
 from __future__ import annotations

@@ -119,10 +119,6 @@ def test_each_grouped_script_finds_the_package_and_its_siblings(script):
 
 
 # Modules other work is changing at the time of writing; their docstrings are trimmed there.
-LONG_DOCSTRINGS_PENDING = {"bench/live.py", "speaker_transcripts/live/agreement.py",
-                           "speaker_transcripts/live/clustering.py", "speaker_transcripts/live/session.py"}
-
-
 def test_module_docstrings_say_what_and_why_in_a_few_lines():
     """At most 15 lines: the measurements behind a choice belong in the docs, referenced in one line."""
     import ast
@@ -131,6 +127,6 @@ def test_module_docstrings_say_what_and_why_in_a_few_lines():
     for path in [*ROOT.glob("*.py"), *(ROOT / "speaker_transcripts").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]:
         name = str(path.relative_to(ROOT))
         docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
-        if len(docstring.strip("\n").splitlines()) > 15 and name not in LONG_DOCSTRINGS_PENDING:
+        if len(docstring.strip("\n").splitlines()) > 15:
             long.append(name)
     assert not long, long

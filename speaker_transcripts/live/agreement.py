@@ -1,26 +1,13 @@
 """Which words of a growing transcript are final: LocalAgreement-2, as in whisper_streaming.
 
-A live session decodes the same growing buffer again and again; each decode is a hypothesis of
-timed words, and its last words change as more audio arrives ("for" becomes "forward", "ten"
-gains its full stop). A word is final once two consecutive hypotheses agree on it and on every
-word before it (Macháček et al. 2023, ``whisper_online.HypothesisBuffer``): the longest common
-prefix of the last two hypotheses, compared word by word on their letters and digits (case and
-punctuation aside: "morning" and "morning," agree, and the newer hypothesis' spelling is the one
-kept; compared exactly, as whisper_streaming does, most words of a turn waited for its end: p50 word
-latency 4.4 s on the dev conversations). Final words are never retracted; the uncommitted tail is
-what the next decode may still change.
-
-The buffer is re-decoded from its start, so a hypothesis repeats words already committed: words
-that end before the last committed word's end are dropped, and where the hypothesis starts within
-``NGRAM_WINDOW_S`` of the commit point with up to ``MAX_NGRAM`` words already committed (a word
-that straddles the commit time), those are dropped too (``HypothesisBuffer.insert``).
-
-A word far enough from the end of the audio a decode heard is committed after that one decode
-(AlignAtt, Simul-Whisper / SimulStreaming: decoding stops where the alignment heads' attention
-reaches the last frames, and what came before is committed): ``update(hypothesis, heard_until)``
-also commits the hypothesis' words up to the first that ends within ``SETTLED_S`` of
-``heard_until``. The word times come from those same alignment heads (word timestamps), so it is
-AlignAtt's rule read off the words; LocalAgreement still commits what two decodes agree on sooner.
+A live session decodes the same growing buffer again and again; each decode is a hypothesis of timed
+words whose last words change as more audio arrives. A word is final once two consecutive hypotheses
+agree on it and on every word before it (Macháček et al. 2023, ``whisper_online.HypothesisBuffer``),
+compared on their letters and digits (case and punctuation aside; exact comparison kept most words
+waiting for the turn's end). Words a re-decode repeats before the commit point are dropped
+(``NGRAM_WINDOW_S``, ``MAX_NGRAM``). A word that ends ``SETTLED_S`` or more before the end of the audio
+a decode heard is committed after that one decode (AlignAtt, SimulStreaming's rule, read off the word
+timestamps of the same alignment heads). Final words are never retracted.
 
 Pure Python on ``transcript.Chunk`` words (session seconds): tested without a model.
 """

@@ -1,34 +1,17 @@
-"""One live session: audio in as it is spoken, words out as soon as they are sure, each turn's final text and speakers at its end.
+"""One live session: audio in as it is spoken, words out as soon as they are sure, each turn's speakers within seconds.
 
-The session reuses the file path's stages on the orchestrator's models (one lock for all of
-them): Silero's network, fed window by window (``speech_gate.SpeechStream``), decides turns
-(``turns.TurnDetector``, OpenAI's ``server_vad``); Whisper decodes the turn's audio so far as one
-speech piece (``asr.SpeechRecognizer.transcribe``, word timestamps, the recent final text as its
-prompt) every ``MIN_STEP_S`` of new audio, or as soon as the last decode is done when decoding is
-slower than that (every ``SHED_STEP_S`` while the session is behind, ``shedding``). A decode is sized to its buffer: the encoder reads the buffer and a margin, not
-30 s (``models/encoder_window.py``; a final decode's window is at least ``FINAL_WINDOW_S``), the token budget is the buffer's, and an interim hypothesis
-that loops is dropped rather than decoded four more times. ``agreement.LocalAgreement`` keeps the
-words two decodes agree on, and the words that end half a second or more before the audio heard
-(AlignAtt's rule) and sends them as deltas. When the turn stops, its audio is decoded once more,
-whole, with the final text before it as the prompt, and that decode is its final text (with a
-lookahead, ``LiveConfig.lookahead_s``, while the session is the only one on the models, ``alone``:
-together with that much of the audio after it, in Whisper's whole window, once it has come and the
-next turn has paused, the words said before the next turn kept, while the words its last decode heard
-go out as deltas at once): the deltas were decoded from growing prefixes of the turn, and a word at the start of
-a short prefix, or at the very end of the audio heard, is often misheard ("The Icework" for "Nice work";
-18.6 % WER for the deltas joined, 14.5 % for the whole turn decoded at its end, 11.5 % with 3 s of what
-follows, ``bench/live_finals.py``). A turn the client commits, or the session ends, is decoded for its
-final text at once. The decoded buffer is cut within the turn (``cuts.cut_point``) at the sentence ends
-sent and at the speaker changes the diarizer's final timeline sees (at a clause end, a pause or the last
-word sent in a long run without either), so a turn that never pauses still gets final words, and a decode costs the same
-in the first minute and the sixtieth; the stretch cut off is decoded once more, whole, for its final text.
-
-Speakers come from ``speakers.LiveDiarizer``, whose steps run beside the decodes on the other core
-and are never waited for (only a turn's end waits, for its last segments); final words are labelled
-by the file path's ``diarization.word_speakers`` once the timeline is final over them, and sent as
-sentence-sized ``TranscriptSegment``s (``transcript.segment_ranges``) that never change: the words
-cut off the turn's buffer (decoded once more, whole, when it is cut) as soon as the timeline
-covers them, the rest at the turn's end.
+The session reuses the file path's stages on the orchestrator's models (one lock for all of them):
+Silero decides turns (``turns.TurnDetector``, OpenAI's ``server_vad``); Whisper decodes the turn's
+audio so far as one speech piece every ``MIN_STEP_S`` of new audio (``SHED_STEP_S`` while behind),
+sized to its buffer; ``agreement.LocalAgreement`` keeps the words two decodes agree on, and those
+AlignAtt's rule settles, and sends them as deltas. The buffer is cut within the turn
+(``cuts.cut_point``: sentence ends, speaker changes, clause ends, pauses, run-ons) and at its end, and
+each stretch cut off is decoded once more, whole, for its final text (growing prefixes mishear a
+word at their edges; with a lookahead while alone, a turn's end hears what follows). Speakers come
+from ``speakers.LiveDiarizer`` beside the decodes, never waited for but at a turn's end; final words
+are labelled by the file path's ``diarization.word_speakers`` once the timeline covers them and sent
+as ``TranscriptSegment``s that never change. The measurements behind the constants:
+docs/performance.md, "Live sessions" and "Live on real dialogue".
 """
 
 from __future__ import annotations
@@ -85,7 +68,7 @@ CUT_CONTEXT_S = 1.0
 MIN_COMMIT_S = 0.1  # OpenAI's: a commit of less audio is an error
 # With a lookahead (``LiveConfig.lookahead_s``, the server's LIVE_LOOKAHEAD_S) a turn the turn detector stopped
 # gets its final decode once that much audio after its end has come: Whisper hears its last words with what
-# follows them (bench/live_finals.py: 14.5 -> 11.5 % WER at 3 s; 1.5 s: 13.2 %, 2 s: 12.8 %, 6 s: 12.8 %), for
+# follows them (docs/performance.md, "Live sessions": 14.5 -> 11.5 % WER at 3 s; 1.5 s: 13.2 %, 2 s: 12.8 %, 6 s: 12.8 %), for
 # one more decode a turn (bench/live.py: two sessions with speakers then fall behind on 2 cores). The value measured best:
 LOOKAHEAD_S = 3.0
 # A decode's token budget is its buffer's (asr.token_budget) up to this; a longer buffer keeps this
@@ -93,7 +76,7 @@ LOOKAHEAD_S = 3.0
 BUDGETED_S = 20
 # A final decode's encoder window is at least this long (an interim one's: ``encoder_window.SHORTEST_S``, 6 s).
 # Whisper learnt on 30-s windows; a 2-5 s turn decoded in a 6-s window is misheard more often ("fixed two mug"
-# for "two bugs"): bench/live_finals.py --window, final WER of the dev conversations' turns by the shortest
+# for "two bugs"): docs/performance.md, "Live sessions" --window, final WER of the dev conversations' turns by the shortest
 # window, without lookahead / with 3 s: 6 s 14.5 / 10.8 %, 12 s 11.5 / 10.8 %, 18 s 11.8 / 10.8 %, 30 s
 # 12.5 / 10.1 %; the final decodes' CPU time, scratch-timed without lookahead: 15.9, 16.9, 23.3, 35.5 s.
 FINAL_WINDOW_S = 12.0
@@ -204,7 +187,7 @@ def said_before(words: list[Chunk], seconds: float) -> list[Chunk]:
     0.1-0.2 s past the next turn's start and the next turn's first word often starts up to 0.2 s before it,
     but on the dev conversations' 17 seams the last word's middle lay 0.29 s or more before it and the first
     word's 0.10 s or more after it (kept by their start, the next turn's first word was kept twice:
-    11.5 -> 11.1 % WER with 3 s of lookahead, ``bench/live_finals.py``)."""
+    11.5 -> 11.1 % WER with 3 s of lookahead, ``docs/performance.md, "Live sessions"``)."""
     return [word for word in words if (word.start + word.end) / 2 < seconds]
 
 
