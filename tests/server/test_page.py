@@ -345,6 +345,7 @@ def test_cancel_stops_the_servers_work_too(browser, real_handler):
 
 def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     page.goto(page_url + "/")
+    page.locator("summary").click()  # Options open: Record closes them, so the live words are on the first screen
     page.evaluate("""() => {  // the level the meter shows, sample by sample
       window.levels = [];
       new MutationObserver(() => window.levels.push(Number(document.getElementById("record-level").value)))
@@ -356,13 +357,17 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     expect(page.locator("#status")).to_contain_text("Listening (WebRTC)")  # the server offers calls: Record opens one
     expect(page.locator("#record-clock")).to_have_text(re.compile(r"^0:0[2-9]|^0:[1-5]\d"), timeout=GUARD_MS)  # it counts
     expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)  # the second reader, live
+    screenshot(page, "page-live")
+    first_word = page.locator("#transcript .word").first.bounding_box()
+    assert 0 <= first_word["y"] <= 800 - first_word["height"], first_word  # 1280x800: not below the fold
     levels = page.evaluate("window.levels")
     assert max(levels) > 0.5 and min(levels) < max(levels), "the meter follows the voice"
-    screenshot(page, "page-live")
     page.get_by_role("button", name="Stop").click()
     expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
     assert "forward" in page.locator("#transcript").inner_text().lower()
     assert page.locator("#player").get_attribute("src").startswith("blob:")  # the recording stays to listen to
+    first_turn = page.locator(".turn").first.bounding_box()
+    assert 0 <= first_turn["y"] and first_turn["y"] + first_turn["height"] <= 800  # scrolled to it, as after an upload
     assert page.problems == []
 
 

@@ -19,6 +19,7 @@ $("record").addEventListener("click", () => {
 function setRecording(on) {
   $("record").setAttribute("aria-pressed", on ? "true" : "false");
   $("record").textContent = on ? "Stop" : "Record";
+  $("result").classList.toggle("recording", on);  // no player, downloads or correction hints until there is a recording
 }
 
 // Browsers give the microphone only to secure pages: https://, or http://localhost. Opened from another
@@ -59,6 +60,7 @@ async function startLive() {
   resetResult("live recording");
   $("result").hidden = false;
   showError("");
+  document.querySelector("details.options").open = false;  // the live words on the first screen, not below the options
   const context = new AudioContext({ sampleRate: LIVE_RATE });
   await context.audioWorklet.addModule("static/pcm-worklet.js");
   const source = context.createMediaStreamSource(stream);
@@ -158,6 +160,7 @@ async function startLive() {
     render();
     $("live-tail").textContent = "";
     say(`Stopped: ${state.words.length} words, ${speakerLabels().length} speakers. Listen, rename and download below.`);
+    $("result").scrollIntoView({ block: "start" }); // as after an upload: the transcript on the first screen
   }
 
   session.live = {
