@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from speaker_transcripts.config import ServerSettings
@@ -33,3 +34,16 @@ def serving(
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def certificate_files(folder: Path, host: str = "127.0.0.1") -> dict[str, str]:
+    """A throwaway CA's certificate for ``host`` in ``folder``: ``serving``'s TLS options (``ssl_certfile``,
+    ``ssl_keyfile``) and the CA a client must trust (``ca``), as ``serve --ssl-certfile`` with your own CA."""
+    import trustme
+
+    authority = trustme.CA()
+    issued = authority.issue_cert(host)
+    issued.cert_chain_pems[0].write_to_path(folder / "cert.pem")
+    issued.private_key_pem.write_to_path(folder / "key.pem")
+    authority.cert_pem.write_to_path(folder / "ca.pem")
+    return {"ssl_certfile": str(folder / "cert.pem"), "ssl_keyfile": str(folder / "key.pem"), "ca": str(folder / "ca.pem")}

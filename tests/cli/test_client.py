@@ -95,18 +95,13 @@ def test_known_speakers_travel_in_the_json_request_and_not_in_a_query_string(ser
 def test_a_server_with_a_private_cas_certificate_needs_ca_cert_and_says_so(served_handler, clip, tmp_path, online_hub_client,
                                                                            capsys, monkeypatch):
     """``serve --ssl-certfile`` with a certificate of one's own CA, the docs' setup for Record from another machine."""
-    import trustme
-    from servers import serving
+    from servers import certificate_files, serving
 
     from speaker_transcripts.server.app import create_app
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # restored after the test, whatever --ca-cert sets
-    authority = trustme.CA()
-    issued = authority.issue_cert("127.0.0.1")
-    issued.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
-    issued.private_key_pem.write_to_path(tmp_path / "key.pem")
-    authority.cert_pem.write_to_path(tmp_path / "ca.pem")
-    tls = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
+    files = certificate_files(tmp_path)
+    tls = {"ssl_certfile": files["ssl_certfile"], "ssl_keyfile": files["ssl_keyfile"]}
     with serving(create_app(lambda: served_handler), **tls) as url:
         capsys.readouterr()  # the server's start line
         for raw in ([], ["--raw"]):
@@ -114,5 +109,5 @@ def test_a_server_with_a_private_cas_certificate_needs_ca_cert_and_says_so(serve
             err = capsys.readouterr().err
             assert len(err.strip().splitlines()) == 1 and "not trusted" in err and "--ca-cert" in err, err
         for raw in ([], ["--raw"]):
-            assert client.main([str(clip), "language=en", "--url", url + "/predict", "--ca-cert", str(tmp_path / "ca.pem"), *raw]) == 0
+            assert client.main([str(clip), "language=en", "--url", url + "/predict", "--ca-cert", files["ca"], *raw]) == 0
             assert json.loads(capsys.readouterr().out)["text"]

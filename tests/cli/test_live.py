@@ -70,21 +70,17 @@ def test_live_against_the_server_with_its_key(live_handler, tmp_path, capsys):
 
 def test_live_over_wss_with_a_private_cas_certificate_needs_ca_cert_and_says_so(live_handler, tmp_path, capsys, monkeypatch):
     """``serve --ssl-certfile`` with a certificate of one's own CA, the docs' setup for Record from another machine."""
-    import trustme
+    from servers import certificate_files
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    authority = trustme.CA()
-    issued = authority.issue_cert("127.0.0.1")
-    issued.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
-    issued.private_key_pem.write_to_path(tmp_path / "key.pem")
-    authority.cert_pem.write_to_path(tmp_path / "ca.pem")
-    tls = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
+    files = certificate_files(tmp_path)
+    tls = {"ssl_certfile": files["ssl_certfile"], "ssl_keyfile": files["ssl_keyfile"]}
     with serving(create_app(lambda: live_handler), **tls) as base_url:
         assert base_url.startswith("https://")
         with pytest.raises(SystemExit, match="certificate is not trusted .*pass --ca-cert"):
             live.main([SAMPLE, "--speed", "50", "--url", base_url, "--language", "en"])
         capsys.readouterr()
-        status = live.main([SAMPLE, "--speed", "50", "--url", base_url, "--language", "en", "--ca-cert", str(tmp_path / "ca.pem")])
+        status = live.main([SAMPLE, "--speed", "50", "--url", base_url, "--language", "en", "--ca-cert", files["ca"]])
         assert status == 0 and capsys.readouterr().out.strip()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import serving
+from servers import certificate_files, serving
 
 from speaker_transcripts.config import ServerSettings
 from speaker_transcripts.server import connection_guard
@@ -261,15 +261,7 @@ def test_the_connection_cap_says_when_to_retry(capped_url):
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory) -> dict[str, Any]:
     """A throwaway CA's certificate for 127.0.0.1: the server's files and the client's CA bundle."""
-    import trustme
-
-    folder = tmp_path_factory.mktemp("tls")
-    authority = trustme.CA()
-    issued = authority.issue_cert("127.0.0.1")
-    issued.cert_chain_pems[0].write_to_path(folder / "cert.pem")
-    issued.private_key_pem.write_to_path(folder / "key.pem")
-    authority.cert_pem.write_to_path(folder / "ca.pem")
-    return {"ssl_certfile": str(folder / "cert.pem"), "ssl_keyfile": str(folder / "key.pem"), "ca": str(folder / "ca.pem")}
+    return certificate_files(tmp_path_factory.mktemp("tls"))
 
 
 def tls_options(certificate: dict[str, Any]) -> dict[str, str]:

@@ -11,6 +11,7 @@ import itertools
 import json
 import logging
 import random
+import threading
 import time
 
 import httpx
@@ -638,13 +639,8 @@ def test_a_key_in_the_websocket_url_is_refused_and_never_logged(keyed_url):
     assert "sk-live-test" not in logged and "sk-typo-of-it" not in logged
 
 
-def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_handler, pcm):
-    """The session's first decode is held (a machine busy elsewhere) while the client sends nine seconds
-    of audio: the client is told the session is behind and by how much; once the decode goes on, every
-    turn completes and the client is told the session caught up."""
-    import threading
-
-    release = threading.Event()
+def held_at_each_decode(live_handler, release: threading.Event):
+    """``live_handler`` whose decodes wait for ``release``: a machine busy elsewhere, as a session sees it."""
 
     class HeldRecognizer:
         def __getattr__(self, name):
@@ -660,7 +656,17 @@ def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_han
         def __getattr__(self, name):
             return getattr(live_handler, name)
 
-    with serving(create_app(lambda: Busy())) as base_url:
+    return Busy()
+
+
+def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_handler, pcm):
+    """The session's first decode is held (a machine busy elsewhere) while the client sends nine seconds
+    of audio: the client is told the session is behind and by how much; once the decode goes on, every
+    turn completes and the client is told the session caught up."""
+    release = threading.Event()
+    busy = held_at_each_decode(live_handler, release)
+
+    with serving(create_app(lambda: busy)) as base_url:
         async def scenario() -> tuple[dict, list[dict]]:
             async with connect(ws_url(base_url)) as socket:
                 await socket.recv()
@@ -856,27 +862,12 @@ def test_a_refused_rate_change_leaves_the_backlog_counted_at_the_sessions_rate(l
     """A ``session.update`` that asks for another audio rate after audio was sent is refused, and the
     audio after it is still counted in seconds at the session's rate: the reader used to take the new
     rate anyway, so the backlog bound (``LIVE_MAX_BACKLOG_S``) and the reports were 1.5x off."""
-    import threading
-
     release = threading.Event()
-
-    class HeldRecognizer:
-        def __getattr__(self, name):
-            return getattr(live_handler.recognizer, name)
-
-        def transcribe(self, *args, **kwargs):
-            release.wait(120)  # a failure guard only
-            return live_handler.recognizer.transcribe(*args, **kwargs)
-
-    class Busy:
-        recognizer = HeldRecognizer()
-
-        def __getattr__(self, name):
-            return getattr(live_handler, name)
+    busy = held_at_each_decode(live_handler, release)
 
     slower = json.loads(json.dumps(TRANSCRIPTION))
     slower["audio"]["input"]["format"]["rate"] = 16000
-    with serving(create_app(lambda: Busy())) as base_url:
+    with serving(create_app(lambda: busy)) as base_url:
         async def scenario() -> list[dict]:
             async with connect(ws_url(base_url)) as socket:
                 await socket.recv()
