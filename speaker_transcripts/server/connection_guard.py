@@ -2,7 +2,7 @@
 
 ``GuardedHttpToolsProtocol`` (Uvicorn's httptools protocol) adds a header deadline from a request's
 first byte (408), a bound on the head while it arrives (431), no unread bodies kept (the connection
-closes with the answer), a write deadline for clients that stop reading, and a connection cap counted
+closes with the answer, lingering: see ``LingeringTransport``), a write deadline for clients that stop reading, and a connection cap counted
 from ``accept``, in all and per client address (503 at once; refusals logged as one line an
 interval). With a certificate, ``TlsGate`` holds each connection from ``accept`` through its TLS
 handshake within the same cap and the header deadline (asyncio's own handshake ran 60 s outside both),
@@ -21,6 +21,7 @@ import logging
 import socket
 import ssl
 from asyncio.sslproto import SSLProtocol
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,14 +91,34 @@ REFUSALS = RefusalLog()
 
 def refusal_reason(connections: set[Any], client: tuple[str, int] | None, limits: ConnectionLimits) -> tuple[str, str] | None:
     """The limit a connection just accepted (already in ``connections``) is over and how, or None.
-    Every protocol in ``connections`` has a ``client`` (address, port) or None."""
+    Every protocol in ``connections`` has a ``client`` (address, port) or None. Connections that
+    linger after their answer (``GuardedHttpToolsProtocol.lingering``) make room: the one in the
+    way that lingered longest is closed rather than the new one refused."""
+    while (reason := _over(connections, client, limits)) is not None:
+        per_client = reason[0] == "MAX_CONNECTIONS_PER_CLIENT"
+        lingering = [
+            other
+            for other in connections
+            if getattr(other, "lingering", False) and not (per_client and not _same_host(other.client, client))
+        ]
+        if not lingering:
+            return reason
+        min(lingering, key=lambda other: other.linger_ends).drop()
+    return None
+
+
+def _over(connections: set[Any], client: tuple[str, int] | None, limits: ConnectionLimits) -> tuple[str, str] | None:
     if len(connections) > limits.max_connections:
         return "MAX_CONNECTIONS", f"{len(connections) - 1} open"
     if client is not None:
-        same = sum(1 for other in connections if other.client is not None and other.client[0] == client[0])
+        same = sum(1 for other in connections if _same_host(other.client, client))
         if same > limits.max_per_client:
             return "MAX_CONNECTIONS_PER_CLIENT", f"{same - 1} open from {client[0]}"
     return None
+
+
+def _same_host(one: tuple[str, int] | None, other: tuple[str, int] | None) -> bool:
+    return one is not None and other is not None and one[0] == other[0]
 
 
 def _refusal(status: int, reason: str, message: str, headers: str = "") -> bytes:
@@ -106,6 +127,32 @@ def _refusal(status: int, reason: str, message: str, headers: str = "") -> bytes
         f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
         f"{headers}connection: close\r\n\r\n"
     ).encode() + body
+
+
+LINGER_IDLE_S = 2.0  # a closing connection whose client sent nothing for this long is closed
+LINGER_MAX_S = 10.0  # and any closing connection after this long
+
+
+class LingeringTransport:
+    """A connection's transport as its requests see it: closed while the client is still sending a
+    request, it lingers instead (``GuardedHttpToolsProtocol._linger``). Closing a socket with unread
+    bytes sends a reset, and the client's kernel then drops the answer it had not read yet: a client
+    refused mid-upload saw "connection reset" instead of its 503."""
+
+    def __init__(self, transport: asyncio.Transport, linger: Callable[[], bool]) -> None:
+        self.inner, self._linger, self._lingering = transport, linger, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def close(self) -> None:
+        if not self._lingering:
+            self._lingering = self._linger()
+            if not self._lingering:
+                self.inner.close()
+
+    def is_closing(self) -> bool:
+        return self._lingering or self.inner.is_closing()
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -122,9 +169,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._head_tail = b""  # the last bytes seen, for a blank line split across reads
         self._lost = False
         self._running: Any = None  # the request being answered (pipelined ones wait in ``pipeline``)
+        self.linger_ends = 0.0  # when a lingering close ends at the latest (0: not lingering)
+        self._last_heard = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(LingeringTransport(transport, self._linger))  # type: ignore[arg-type]
         reason = None if self._admitted else refusal_reason(self.connections, self.client, self.limits)
         if reason is not None:
             REFUSALS.refused(self.loop, *reason)
@@ -134,6 +183,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._arm_header_deadline()
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            self._last_heard = self.loop.time()  # the rest of a request nobody will answer: dropped
+            return
         if self._in_head and not self._head_fits(data):
             self._unset_keepalive_if_required()
             message = f"the request line and headers exceed {self.limits.max_head_bytes // 1024} kB"
@@ -202,6 +254,45 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             cycle.message_event.set()
         self.pipeline.clear()
         self.transport.abort()
+
+    def handle_websocket_upgrade(self) -> None:
+        self.transport = self.transport.inner  # type: ignore[attr-defined]  # a WebSocket closes by its own handshake
+        super().handle_websocket_upgrade()
+
+    def _linger(self) -> bool:
+        """Close the way HTTP servers do when the client may still be sending (a request's head or
+        body has begun): end our side once the answer is out (where the transport can), read and
+        drop what still comes, and close when the client closes, is silent for ``LINGER_IDLE_S``,
+        or after ``LINGER_MAX_S``. False (close at once) when nothing of a request has arrived."""
+        if self._lost or (self._in_head and not self._head_bytes):
+            return False
+        transport = self.transport.inner  # type: ignore[attr-defined]
+        if transport.can_write_eof():  # TLS cannot: its client reads the answer by its length
+            transport.write_eof()
+        self._last_heard = self.loop.time()
+        self.linger_ends = self._last_heard + LINGER_MAX_S
+        self.flow.resume_reading()
+        self.loop.call_later(LINGER_IDLE_S, self._linger_check)
+        return True
+
+    @property
+    def lingering(self) -> bool:
+        return self.linger_ends > 0
+
+    def drop(self) -> None:
+        """Close a lingering connection now, out of the count at once (``refusal_reason`` makes room)."""
+        self.connections.discard(self)
+        self.transport.inner.abort()  # type: ignore[attr-defined]
+
+    def _linger_check(self) -> None:
+        if self._lost:
+            return
+        now = self.loop.time()
+        quiet_until = self._last_heard + LINGER_IDLE_S
+        if now >= min(quiet_until, self.linger_ends):
+            self.transport.inner.close()  # type: ignore[attr-defined]
+        else:
+            self.loop.call_later(min(quiet_until, self.linger_ends) - now, self._linger_check)
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
         self._running = cycle

@@ -124,8 +124,6 @@ class AdmissionGate:
             await error_response(scope["path"], overload.status, overload.message, {**overload.headers, "Connection": "close"})(
                 scope, receive, send
             )
-            if message.get("more_body", False):
-                await _discard_body(receive, queue.max_upload_bytes, DISCARD_S)  # so the client reads the 503, not a reset
             return {"type": "http.disconnect"}
 
         async def guarded_send(message: Message) -> None:
@@ -137,23 +135,6 @@ class AdmissionGate:
         finally:
             if ADMITTED in state:
                 queue.upload_done(state.pop(ADMITTED))
-
-
-DISCARD_S = 2.0  # how long a refused upload's remaining bytes are read and thrown away
-
-
-async def _discard_body(receive: Receive, most_bytes: int, most_s: float) -> None:
-    """Read and drop what remains of a refused body, up to ``most_bytes`` and ``most_s``: the
-    client is still sending, and closing on unread bytes would reset the answer away."""
-    deadline = time.monotonic() + most_s
-    while most_bytes > 0 and (left := deadline - time.monotonic()) > 0:
-        try:
-            message = await asyncio.wait_for(receive(), timeout=left)
-        except TimeoutError:
-            return
-        most_bytes -= len(message.get("body", b""))
-        if message["type"] != "http.request" or not message.get("more_body", False):
-            return
 
 
 ADMITTED = "admitted_upload"  # scope state: the bytes it has sent, counted in InferenceQueue.reading_bytes

@@ -388,7 +388,11 @@ def test_slow_uploads_hold_what_they_sent_not_what_they_declared(served_handler,
 def test_an_upload_whose_bytes_would_pass_the_bound_is_refused_then(served_handler):
     settings = ServerSettings(max_upload_mb=1, max_queued_mb=1, body_idle_timeout_s=300, body_min_rate_kb_s=0)
     with serving(create_app(lambda: served_handler, settings), settings) as base_url, slow_upload(base_url, 600_000) as first:
-        first.sendall(b" " * 599_998)  # nearly all of it: held
+        first.sendall(b" " * 599_998)  # nearly all of it: held, once the server has read it
+        deadline = time.monotonic() + GUARD_S
+        while httpx.get(base_url + "/ready", timeout=5).json()["queue"]["uploading_mb"] < 0.5:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
         host, port = base_url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=GUARD_S) as second:
             second.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 600000\r\n\r\n")
@@ -398,6 +402,28 @@ def test_an_upload_whose_bytes_would_pass_the_bound_is_refused_then(served_handl
                 pass  # closed after its 503, with our bytes still arriving
             status, text, _ = answer_of(second)
     assert status == 503 and "MAX_QUEUED_MB" in text
+
+
+def test_a_client_that_goes_on_sending_after_its_answer_is_closed_after_the_linger(guarded_url, monkeypatch):
+    """Closing on unread bytes resets the answer away, so the server reads on after answering a request
+    whose body is still coming, but only for LINGER_MAX_S: a client that never stops sending does not
+    keep the connection."""
+    monkeypatch.setattr(connection_guard, "LINGER_MAX_S", 1.0)
+    with raw_connection(guarded_url) as connection:
+        connection.sendall(UNREAD_BODIES["GET /health, huge Content-Length"])  # answered at once, the body unread
+        connection.settimeout(0.05)
+        answer, started = b"", time.monotonic()
+        while time.monotonic() - started < GUARD_S:
+            try:
+                connection.sendall(b"x" * 1000)  # a byte stream that never ends, each gap far under LINGER_IDLE_S
+                answer += connection.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:  # reset: the linger is over
+                break
+        else:
+            pytest.fail("the connection was held for as long as the client sent")
+    assert answer.startswith(b"HTTP/1.1 200 ")  # read before the end, not reset away
 
 
 def test_a_body_dripping_below_the_rate_floor_is_closed_after_the_grace(served_handler):
