@@ -2,7 +2,7 @@
 
     python bench/live.py --asr-model whisper-base [--sets dev ami quick] [--only trn00 trn01 ...] [--quick-dir DIR]
         [--quick-per-kind 2] [--busy 2] [--sessions 1 2 3] [--no-diarize] [--no-shed] [--lookahead 3] [--speed 1]
-        [--out bench-results/live]
+        [--clock audio] [--out bench-results/live]
 
 Sets: ``dev`` (the dev conversations), ``ami`` (the 12 AMI excerpts, reported as ``ami-tuning`` trn00-trn05
 and ``ami-held-out``), ``quick`` (``bench/quality/quick_conversations.py``'s exchanges). Each file is streamed
@@ -10,7 +10,9 @@ into a live session in 100-ms appends at real-time pace, the models loaded once 
 ``--sessions N`` runs N at once, ``--busy N`` beside N spinning processes. Reported per set beside the file
 path: word latency, speaker latency (a word's end to the final segment carrying its speaker), WER,
 attribution, DER, speaker counts, CPU and the worst backlog; what each means exactly is in bench/README.md
-("live.py").
+("live.py"). ``--clock audio`` replays each file 100 ms at a time as fast as the machine goes and times
+every event on the audio's clock: the latencies the session's rules allow, without the machine's lag
+(the same on a busy machine as on a quiet one; for trying settings).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     parser.add_argument("--only", nargs="+", help="only the files whose names start with one of these (e.g. trn00 trn01)")
     parser.add_argument("--quick-dir", type=Path, default=Path("bench-results/quick"),
-                        help="the quick conversations (bench/quick_conversations.py writes them here when missing)")
+                        help="the quick conversations (bench/quality/quick_conversations.py writes them here when missing)")
     parser.add_argument("--quick-per-kind", type=int, default=2, help="quick conversations of each kind, when they are made")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1], help="sessions at once, one run each")
     parser.add_argument("--no-diarize", dest="diarize", action="store_false")
@@ -54,6 +56,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lookahead", type=float,
                         help="seconds after a stopped turn its final decode hears while its session is alone "
                              "(LIVE_LOOKAHEAD_S; default: what the server chooses on this machine, live.capacity)")
+    parser.add_argument("--clock", choices=("wall", "audio"), default="wall",
+                        help="time events by the wall clock (real-time streaming) or by the audio's (a replay without the machine's lag)")
     parser.add_argument("--busy", type=int, default=0, help="processes spinning on a core each while the sessions stream (a busy machine)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/live"))
     return parser.parse_args(argv)
@@ -73,7 +77,7 @@ def recordings(arguments: argparse.Namespace) -> dict[str, list[Any]]:
         chosen["ami-held-out"] = [entry for entry in meetings if Path(entry.name).stem not in AMI_TUNING]
     if "quick" in arguments.sets:
         if not (arguments.quick_dir / "manifest.json").is_file():
-            import quick_conversations
+            from bench.quality import quick_conversations
 
             quick_conversations.main(["--shared", str(arguments.manifest.parent), "--out", str(arguments.quick_dir),
                                       "--per-kind", str(arguments.quick_per_kind)])
@@ -84,10 +88,12 @@ def recordings(arguments: argparse.Namespace) -> dict[str, list[Any]]:
     return {name: entries for name, entries in chosen.items() if entries}
 
 
-def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, alone: Any = lambda: True) -> dict[str, Any]:
+def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, alone: Any = lambda: True,
+           audio_clock: bool = False) -> dict[str, Any]:
     """Feed ``samples`` at ``speed`` x real time; the session processes what arrived whenever it is free
     (``shed``: fewer interim decodes while it is behind; ``alone()``: no other session streaming now, so
-    the lookahead applies; both as the server's route has them)."""
+    the lookahead applies; both as the server's route has them). ``audio_clock``: fed one piece at a time
+    whatever the pace, each event timed at the audio fed so far, the diarizer's step awaited after each."""
     from speaker_transcripts.live.backlog import LagWatch
     from speaker_transcripts.live.events import TranscriptCompleted, TranscriptDelta, TranscriptSegment
 
@@ -100,7 +106,7 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
         step = int(PIECE_S * 16000)
         for index, first in enumerate(range(0, len(samples), step)):
             wait = started + (index + 1) * PIECE_S / speed - time.monotonic()
-            if wait > 0:
+            if wait > 0 and not audio_clock:
                 time.sleep(wait)
             with lock:
                 arrived.append(samples[first : first + step])
@@ -137,6 +143,14 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
 
     watch = LagWatch()  # as the server's route: behind past 4 s of lag, and interim decodes shed until caught up
     reports: list[Any] = []
+    if audio_clock:
+        done.wait()
+        for piece in arrived:
+            fed += len(piece)
+            events = session.append(piece)
+            session._diarizer_done(wait=True)  # on the audio's clock the diarizer's step takes no time
+            note(events, fed / 16000)
+        arrived.clear()
     while not (done.is_set() and not arrived):
         with lock:
             batch, arrived[:] = list(arrived), []
@@ -153,7 +167,7 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
         fed += len(chunk)
         events = session.append(chunk)
         note(events, (time.monotonic() - started) * speed)
-    note(session.close(), (time.monotonic() - started) * speed)
+    note(session.close(), fed / 16000 if audio_clock else (time.monotonic() - started) * speed)
     return {"latencies": latencies, "speaker_latencies": speaker_latencies, "segments": segments, "timeline": timeline,
             "completed": completed, "backlog_peak_s": backlog_peak,
             "wall_s": time.monotonic() - started, "behind_reports": sum(report.behind for report in reports)}
@@ -181,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                               "lookahead_s": lookahead, "only": arguments.only, "runs": []}
     import multiprocessing
 
-    from busy_machine import spin
+    from bench.speed.busy_machine import spin
 
     neighbours = [multiprocessing.Process(target=spin, daemon=True) for _ in range(arguments.busy)]
     for neighbour in neighbours:
@@ -200,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             neighbour.join()
     arguments.out.mkdir(parents=True, exist_ok=True)
     name = (f"live-{arguments.asr_model}{'' if arguments.diarize else '-no-diarize'}{'' if arguments.shed else '-no-shed'}"
-            f"{f'-busy{arguments.busy}' if arguments.busy else ''}.json")
+            f"{f'-busy{arguments.busy}' if arguments.busy else ''}{'-audio-clock' if arguments.clock == 'audio' else ''}.json")
     (arguments.out / name).write_text(json.dumps(report, indent=2))
     return 0
 
@@ -240,7 +254,8 @@ def run_set(arguments: argparse.Namespace, handler: Any, entries: list[Any], aud
         def run(index: int, entry: Any, into: list[dict[str, Any]], streaming: list[int] = streaming, finishing: Any = finishing) -> None:
             session = LiveSession(handler, LiveConfig(language="en", diarize=arguments.diarize, lookahead_s=lookahead))
             try:
-                into[index] = stream(session, audio[entry.audio], arguments.speed, shed=arguments.shed, alone=lambda: streaming[0] == 1)
+                into[index] = stream(session, audio[entry.audio], arguments.speed, shed=arguments.shed, alone=lambda: streaming[0] == 1,
+                                     audio_clock=arguments.clock == "audio")
             finally:
                 with finishing:
                     streaming[0] -= 1
