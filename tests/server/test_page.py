@@ -404,6 +404,28 @@ def test_record_with_a_key_opens_its_session_with_a_client_secret_not_the_key(br
     assert not any("sk-record" in url for url, _ in sent) and problems == []
 
 
+def test_record_falls_back_to_the_websocket_when_its_call_is_refused(page, real_handler):
+    """The one UDP port of ``WEBRTC_PORTS`` is taken (another program holds it): the server answers the
+    call 503, and Record goes on over the WebSocket, which needs no UDP port."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1]
+        settings = ServerSettings(webrtc_ports=f"{port}-{port}")
+        with serving(create_app(lambda: real_handler, settings), settings) as base_url:
+            warnings: list[str] = []
+            page.on("console", lambda message: warnings.append(message.text) if message.type == "warning" else None)
+            page.goto(base_url + "/")
+            page.get_by_role("button", name="Record").click()
+            expect(page.locator("#status")).to_contain_text("Listening (WebSocket)", timeout=GUARD_MS)
+            expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)
+            page.get_by_role("button", name="Stop").click()
+            expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
+    assert warnings == ["WebRTC call failed (the server answered the call 503); recording over the WebSocket instead"]
+    assert page.problems == ["Failed to load resource: the server responded with a status of 503 (Service Unavailable)"]  # Chromium's line for the call's answer
+
+
 def test_record_works_over_https_on_a_remote_name_and_says_why_not_over_plain_http(browser, microphone_wav, real_handler, tmp_path):
     """The page as another machine opens it (a host name that is not localhost, mapped to 127.0.0.1 in
     Chromium only): over ``serve --ssl-certfile/--ssl-keyfile`` (a throwaway CA's certificate) Record

@@ -17,14 +17,14 @@ async function clientSecret() {
 }
 
 // A link: send(event), close(); on.open(), on.event(event), on.close(reason) are called as it goes.
-// The call is tried first where offered; a call the server or the network refuses falls back to the socket.
+// The call is tried first where offered; a call the server or the network refuses falls back to the socket,
+// whose own answer says whether the server is at capacity (a call's 503 may be its UDP ports alone).
 export async function openLink(stream, on) {
   const secret = await clientSecret();
   if (session.realtime?.webrtc && window.RTCPeerConnection) {
     try {
       return await openCall(stream, secret, on);
     } catch (error) {
-      if (error.busy) throw error;
       console.warn(`WebRTC call failed (${error.message}); recording over the WebSocket instead`);
     }
   }
@@ -44,10 +44,7 @@ async function openCall(stream, secret, on) {
   });
   if (answer.status !== 201) {
     peer.close();
-    const error = new Error(`the server answered the call ${answer.status}`);
-    error.busy = answer.status === 503;
-    if (error.busy) error.message = "The server is at capacity for live sessions; try again later.";
-    throw error;
+    throw new Error(`the server answered the call ${answer.status}`);
   }
   await peer.setRemoteDescription({ type: "answer", sdp: await answer.text() });
   await new Promise((resolve, reject) => {
