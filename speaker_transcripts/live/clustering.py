@@ -54,10 +54,11 @@ class OnlineClustering:
             self.sums.append(_unit(np.asarray(embedding, dtype=np.float64)))
             self.known.add(name)
 
-    def assign(self, embeddings: np.ndarray, speech_share: Sequence[float], taken: Collection[str] = ()) -> list[str | None]:
+    def assign(self, embeddings: np.ndarray, speech_share: Sequence[float], taken: Collection[str] = (), learn: bool = True) -> list[str | None]:
         """The global label of each local speaker (rows of ``embeddings``; a NaN row is a voice too
         short to embed, or one labelled already), or None when it stays unlabelled for this window.
-        ``taken``: labels the window's other voices already have, which none of these may get."""
+        ``taken``: labels the window's other voices already have, which none of these may get.
+        ``learn=False``: matched only, no centroid moved and no speaker founded."""
         from scipy.optimize import linear_sum_assignment
 
         count = len(embeddings)
@@ -78,10 +79,10 @@ class OnlineClustering:
                 if distance[row, column] < limits[column]:
                     local = usable[row]
                     result[local] = self.labels[column]
-                    if self.labels[column] not in self.known and speech_share[local] >= self.settings.min_new_speech:
+                    if learn and self.labels[column] not in self.known and speech_share[local] >= self.settings.min_new_speech:
                         self.sums[column] = self.sums[column] + vectors[row]
         for position, local in enumerate(usable):
-            if result[local] is None and speech_share[local] >= self.settings.min_new_speech and len(self.labels) < self.settings.max_speakers:
+            if learn and result[local] is None and speech_share[local] >= self.settings.min_new_speech and len(self.labels) < self.settings.max_speakers:
                 label = f"SPEAKER_{self._anonymous:02d}"
                 self._anonymous += 1
                 self.labels.append(label)

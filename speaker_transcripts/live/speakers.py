@@ -96,17 +96,17 @@ class LiveDiarizer:
             self._run_window(read, self.next_end)
             self.next_end += self._step
         if final and available > self.next_end - self._step:
-            self._run_window(read, available)
+            self._run_window(read, available, on_grid=False)
         if self._frame_s is None:
             return []
         until = available / self.sampling_rate if final else available / self.sampling_rate - self.settings.latency_s
         return self._finalise(until)
 
-    def _run_window(self, read: Callable[[int, int], np.ndarray], end: int) -> None:
-        """One window ending at ``end`` added to the timeline (the last one of a final ``advance`` ends
-        wherever the turn ended, off the step grid: whether it runs depends on how far the diarizer had
-        got, so on load; it still teaches the clustering, which kept the counts right more often than a
-        grid-only clustering, docs/performance.md, "Live on real dialogue")."""
+    def _run_window(self, read: Callable[[int, int], np.ndarray], end: int, on_grid: bool = True) -> None:
+        """One window ending at ``end`` added to the timeline. The last one of a final ``advance`` ends
+        wherever the turn ended, off the step grid (``on_grid=False``), and whether it runs depends on
+        how far the diarizer had got, so on load: its voices are matched to the speakers there are and
+        teach nothing, so that who the session's speakers are, and how many, never depends on load."""
         import torch
 
         start = end - self._window
@@ -119,7 +119,7 @@ class LiveDiarizer:
             frames = activity.shape[0]
             if self._frame_s is None:
                 self._frame_s = self.settings.window_s / frames
-            labels = self._labels(waveform, activity)
+            labels = self._labels(waveform, activity) if on_grid else self._matched(waveform, activity)
         first = round(start / self.sampling_rate / self._frame_s)
         self._grow(first + frames)
         offset = first - self._start_frame
@@ -135,22 +135,32 @@ class LiveDiarizer:
         """The session label of each local speaker of the window (None: silent or unknown yet): the
         label of the voice segmentation followed from the window before, or the clustering's for the
         embeddings of the others (of every voice, one window in ``embed_every``)."""
+
+        labels = self._tracked(activity) if self._windows_run % self.settings.embed_every else [None] * activity.shape[1]
+        self._windows_run += 1
+        labels = self._clustered(waveform, activity, labels, learn=True)
+        self._previous = (activity, labels)
+        return labels
+
+    def _matched(self, waveform: Any, activity: np.ndarray) -> list[str | None]:
+        """The session labels of an off-grid window's voices, learnt from nothing and teaching nothing."""
+        return self._clustered(waveform, activity, [None] * activity.shape[1], learn=False)
+
+    def _clustered(self, waveform: Any, activity: np.ndarray, labels: list[str | None], learn: bool) -> list[str | None]:
+        """``labels`` with each unlabelled voice that talks embedded and given the clustering's label."""
         import torch
 
         share = activity.mean(axis=0)
-        labels = self._tracked(activity) if self._windows_run % self.settings.embed_every else [None] * activity.shape[1]
-        self._windows_run += 1
         talking = [local for local in range(activity.shape[1]) if share[local] > 0 and labels[local] is None]
-        if talking:
-            alone = activity * (activity.sum(axis=1, keepdims=True) < 2)
-            masks = np.stack([alone[:, k] if alone[:, k].sum() * self._frame_s >= 0.5 else activity[:, k] for k in talking])
-            embeddings = np.full((activity.shape[1], self._dimension()), np.nan)
-            vectors = self._embedding(waveform.repeat(len(talking), 1, 1), torch.from_numpy(masks))
-            embeddings[talking] = np.asarray(vectors, dtype=np.float64)
-            clustered = self.clustering.assign(embeddings, list(share), taken={label for label in labels if label})
-            labels = [label or clustered[local] for local, label in enumerate(labels)]
-        self._previous = (activity, labels)
-        return labels
+        if not talking:
+            return labels
+        alone = activity * (activity.sum(axis=1, keepdims=True) < 2)
+        masks = np.stack([alone[:, k] if alone[:, k].sum() * self._frame_s >= 0.5 else activity[:, k] for k in talking])
+        embeddings = np.full((activity.shape[1], self._dimension()), np.nan)
+        vectors = self._embedding(waveform.repeat(len(talking), 1, 1), torch.from_numpy(masks))
+        embeddings[talking] = np.asarray(vectors, dtype=np.float64)
+        clustered = self.clustering.assign(embeddings, list(share), taken={label for label in labels if label}, learn=learn)
+        return [label or clustered[local] for local, label in enumerate(labels)]
 
     def _tracked(self, activity: np.ndarray) -> list[str | None]:
         """Labels carried over from the window one step before, where a voice's active frames there

@@ -67,3 +67,12 @@ def test_a_voice_whose_windows_each_fell_short_of_its_clip_takes_the_name_when_i
     labels = SpokenLabels(["Ada"], named=clustering.known_name)
     assert [labels("SPEAKER_01"), labels("SPEAKER_00")] == ["SPEAKER_00", "Ada"]
 
+
+
+def test_a_voice_matched_without_learning_moves_no_centroid_and_founds_no_speaker():
+    clustering = OnlineClustering(ClusteringSettings())
+    clustering.assign(np.stack([near(ANN)]), [0.8])
+    before = [total.copy() for total in clustering.sums]
+    assert clustering.assign(np.stack([near(ANN), near(BEN)]), [0.8, 0.8], learn=False) == ["SPEAKER_00", None]
+    assert clustering.labels == ["SPEAKER_00"]
+    np.testing.assert_array_equal(clustering.sums[0], before[0])
