@@ -1,7 +1,7 @@
 """The same live session over a WebRTC call and over the WebSocket, from Chromium with a fake microphone.
 
     python bench/live_webrtc.py [--manifest ../shared/dev-audio/manifest.json] [--conversations conv01 conv03] \
-        [--out bench-results/live-webrtc.json]
+        [--repeats 3] [--out bench-results/live-webrtc.json]
 
 The server (the default models, one live slot, media on loopback) runs in this process; for each dev
 conversation Chromium plays the recording as its microphone (``%noloop``, 10 s of quiet after it) into a
@@ -11,7 +11,9 @@ Reported per route: word latency p50/p90 (a delta's sending minus its word's end
 whose zero is the first audio's arrival less its 100-ms chunk: the uplink's own constant delay, Opus
 framing and aiortc's jitter buffer on a call, is not in it), the final WER, the upstream bytes a second
 (WebSocket frames' text; a call's whole DTLS transport from Chromium's getStats) and this process's CPU
-seconds per second of audio (the server: models, transport, Opus decoding).
+seconds per second of audio (the server: models, transport, Opus decoding). With ``--repeats N`` each
+conversation runs N times, the routes' order swapped each time (the second route of a pair hears a
+machine the first has warmed), and every word of every repeat is pooled per route in ``pooled``.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--manifest", type=Path, default=ROOT.parent / "shared" / "dev-audio" / "manifest.json")
     parser.add_argument("--conversations", nargs="+", default=["conv01", "conv03"], help="manifest entries whose name starts so")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "live-webrtc.json")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each conversation, the routes' order swapped each time")
     parser.add_argument("--keep-audio", action="store_true", help="save the audio the server received, per route, beside --out")
     return parser.parse_args(argv)
 
@@ -124,6 +127,18 @@ class Recorder:
 
     def reset(self) -> None:
         self.first_audio, self.latencies, self.completed, self.received = None, [], [], []
+
+
+def runs(repeats: int) -> list[tuple[int, str]]:
+    """Each repeat's two routes, the first one swapped every other repeat."""
+    return [(repeat, mode) for repeat in range(repeats) for mode in (("webrtc", "websocket"), ("websocket", "webrtc"))[repeat % 2]]
+
+
+def percentiles(values: list[float]) -> dict[str, float | int | None]:
+    """The word count and the p50 / p90 latency of ``values``."""
+    ordered = sorted(values)
+    return {"words": len(ordered), "latency_p50_s": round(statistics.median(ordered), 2) if ordered else None,
+            "latency_p90_s": round(ordered[int(0.9 * (len(ordered) - 1))], 2) if ordered else None}
 
 
 def serve(settings: Any) -> tuple[Any, str]:
@@ -172,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     recorder = Recorder()
     recorder.install()
     normalise = english_normaliser()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    pooled: dict[str, list[float]] = {}  # every word's latency, per route, over conversations and repeats
     flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--use-fake-ui-for-media-stream",
              "--use-fake-device-for-media-stream", "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"]
     with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
@@ -182,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds = len(samples) / 16000 + TAIL_S
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                                  args=[*flags, f"--use-file-for-fake-audio-capture={wav}%noloop"])
-            for mode in ("webrtc", "websocket"):
+            for repeat, mode in runs(arguments.repeats):
                 page = browser.new_page()
                 page.goto(url + "/health")
                 recorder.reset()
@@ -191,21 +207,22 @@ def main(argv: list[str] | None = None) -> int:
                 used = resource.getrusage(resource.RUSAGE_SELF)
                 page.close()
                 errors = word_errors(words_of(entry.text, normalise), words_of(" ".join(recorder.completed), normalise))
-                latencies = sorted(recorder.latencies)
+                pooled.setdefault(mode, []).extend(recorder.latencies)
                 rows.append({
-                    "conversation": entry.name, "route": mode, "audio_s": round(seconds, 1), "words": len(latencies),
-                    "latency_p50_s": round(statistics.median(latencies), 2) if latencies else None,
-                    "latency_p90_s": round(latencies[int(0.9 * (len(latencies) - 1))], 2) if latencies else None,
+                    "conversation": entry.name, "route": mode, "repeat": repeat, "audio_s": round(seconds, 1),
+                    **percentiles(recorder.latencies),
                     "wer": round(errors.rate, 4), "upstream_kbit_s": round(result["bytesUp"] * 8 / 1000 / seconds, 1),
                     "server_cpu_s_per_audio_s": round((used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime) / seconds, 3),
                 })
                 print(json.dumps(rows[-1]), flush=True)
                 if arguments.keep_audio:
                     arguments.out.parent.mkdir(parents=True, exist_ok=True)
-                    (arguments.out.parent / f"{Path(entry.name).stem}-{mode}.pcm").write_bytes(b"".join(recorder.received))
+                    (arguments.out.parent / f"{Path(entry.name).stem}-{mode}-{repeat}.pcm").write_bytes(b"".join(recorder.received))
             browser.close()
     with open("/proc/loadavg") as loadavg:
-        report = {"rows": rows, "loadavg_after": loadavg.read().split()[:3], "asr_model": app.state.handler.configured.asr_model}
+        report = {"rows": rows, "loadavg_after": loadavg.read().split()[:3], "asr_model": app.state.handler.configured.asr_model,
+                  "pooled": {mode: percentiles(values) for mode, values in pooled.items()}}
+    print(json.dumps({"pooled": report["pooled"]}))
     arguments.out.parent.mkdir(parents=True, exist_ok=True)
     arguments.out.write_text(json.dumps(report, indent=2))
     print(f"wrote {arguments.out}")
