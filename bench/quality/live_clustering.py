@@ -38,16 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.evaluation.scoring import DiarizationTotals, load_manifest
     from speaker_transcripts.live.clustering import ClusteringSettings, OnlineClustering
     from speaker_transcripts.live.speakers import LiveDiarizer
+    from speaker_transcripts.models import registry
     from speaker_transcripts.pipeline.audio import as_float32, decode_file
-    from speaker_transcripts.pipeline.transcriber import Transcriber
+    from speaker_transcripts.pipeline.diarization import load_diarization_pipeline
 
-    pipeline = Transcriber(ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus", warmup=False)).diarization_pipeline
+    settings = registry.prepare(ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus"))  # embedded names as folders
+    pipeline = load_diarization_pipeline(settings, "cpu")
     entries = [entry for entry in load_manifest(arguments.manifest)
                if entry.kind in ("real_meeting", "synthetic_conversation") and entry.turns]
-    settings = [ClusteringSettings(new_speaker_distance=distance, min_new_speech=share)
-                for distance in arguments.distances for share in arguments.min_speech]
     rows = []
-    for setting in settings:
+    for setting in [ClusteringSettings(new_speaker_distance=distance, min_new_speech=share)
+                    for distance in arguments.distances for share in arguments.min_speech]:
         totals = {"ami-tuning": DiarizationTotals(), "held-out": DiarizationTotals()}
         counts: dict[str, list[int]] = {"ami-tuning": [], "held-out": []}
         for entry in entries:

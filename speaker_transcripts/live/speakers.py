@@ -119,7 +119,8 @@ class LiveDiarizer:
             frames = activity.shape[0]
             if self._frame_s is None:
                 self._frame_s = self.settings.window_s / frames
-            labels = self._labels(waveform, activity) if on_grid else self._matched(waveform, activity)
+            unlabelled: list[str | None] = [None] * activity.shape[1]
+            labels = self._labels(waveform, activity) if on_grid else self._clustered(waveform, activity, unlabelled, learn=False)
         first = round(start / self.sampling_rate / self._frame_s)
         self._grow(first + frames)
         offset = first - self._start_frame
@@ -135,16 +136,11 @@ class LiveDiarizer:
         """The session label of each local speaker of the window (None: silent or unknown yet): the
         label of the voice segmentation followed from the window before, or the clustering's for the
         embeddings of the others (of every voice, one window in ``embed_every``)."""
-
         labels = self._tracked(activity) if self._windows_run % self.settings.embed_every else [None] * activity.shape[1]
         self._windows_run += 1
         labels = self._clustered(waveform, activity, labels, learn=True)
         self._previous = (activity, labels)
         return labels
-
-    def _matched(self, waveform: Any, activity: np.ndarray) -> list[str | None]:
-        """The session labels of an off-grid window's voices, learnt from nothing and teaching nothing."""
-        return self._clustered(waveform, activity, [None] * activity.shape[1], learn=False)
 
     def _clustered(self, waveform: Any, activity: np.ndarray, labels: list[str | None], learn: bool) -> list[str | None]:
         """``labels`` with each unlabelled voice that talks embedded and given the clustering's label."""

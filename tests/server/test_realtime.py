@@ -64,6 +64,14 @@ def ws_url(base_url: str, query: str = "?intent=transcription") -> str:
     return base_url.replace("http://", "ws://") + "/v1/realtime" + query
 
 
+async def send_clip(socket, pcm: bytes) -> None:
+    """After the session's first event: the session set to transcribe, then ``pcm`` appended 0.1 s an event, at once."""
+    await socket.recv()
+    await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
+    for chunk in appends(pcm):
+        await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+
+
 async def events_until(socket, last_type: str, count: int = 1, guard_s: float = 120.0) -> list[dict]:
     """Events received until ``count`` of ``last_type`` came (the guard turns a hang into a failure)."""
     received: list[dict] = []
@@ -120,10 +128,7 @@ def test_a_commit_with_nothing_new_still_finishes_the_turn_waiting_for_what_foll
     with serving(create_app(lambda: live_handler, settings), settings) as base_url:
         async def scenario() -> list[dict]:
             async with connect(ws_url(base_url)) as socket:
-                await socket.recv()
-                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
-                for chunk in appends(pcm):
-                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await send_clip(socket, pcm)
                 await socket.send(json.dumps({"type": "input_audio_buffer.commit", "event_id": "last"}))
                 return await events_until(socket, "error")
 
@@ -669,10 +674,7 @@ def test_a_session_that_falls_behind_says_so_and_says_when_it_caught_up(live_han
     with serving(create_app(lambda: busy)) as base_url:
         async def scenario() -> tuple[dict, list[dict]]:
             async with connect(ws_url(base_url)) as socket:
-                await socket.recv()
-                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
-                for chunk in appends(pcm):
-                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await send_clip(socket, pcm)
                 behind = (await events_until(socket, "session.backlog"))[-1]
                 release.set()
                 later = await events_until(socket, "conversation.item.input_audio_transcription.completed", count=2)
@@ -751,10 +753,7 @@ def test_speakers_are_numbered_in_order_of_appearance_with_no_gaps(live_handler,
     with serving(create_app(lambda: live_handler, settings), settings) as base_url:
         async def scenario() -> list[dict]:
             async with connect(ws_url(base_url)) as socket:
-                await socket.recv()
-                await socket.send(json.dumps({"type": "session.update", "session": TRANSCRIPTION}))
-                for chunk in appends(pcm):
-                    await socket.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await send_clip(socket, pcm)
                 await socket.send(json.dumps({"type": "input_audio_buffer.commit"}))
                 return await events_until(socket, "conversation.item.input_audio_transcription.completed", count=2)
 
