@@ -24,7 +24,9 @@ sys.path.insert(0, str(REPOSITORY))
 sys.path.insert(0, str(REPOSITORY / "bench" / "quality"))  # turn_ends.py
 
 SCORED_SECONDS = 30.0
-GROUPS = {"synthetic_conversation": "dev conversations", "quick_conversation": "quick conversations", "one_voice": "one voice"}
+GROUPS = {"synthetic_conversation": "dev conversations", "quick_conversation": "quick conversations", "one_voice": "one voice",
+          "real_speech": "one voice", "synthetic_short": "one voice"}
+UNANNOTATED_SOLO = ("real_speech", "synthetic_short")  # one reader, no RTTM: dictation, a read sentence, a 2-s clip
 WAYS = ("shipped", "no phrase check")
 
 
@@ -48,11 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.pipeline.transcriber import Transcriber
 
     closest: list[float | None] = []  # the nearest two voices' centroid distance, of the last answer's speakers
+    spreads: list[float | None] = []  # the phrase check's spread of a one-voice answer (None: too few phrases)
     speaker_count_warnings = transcriber._speaker_count_warnings
 
     def count_warnings(config: Any, found: Any, spread: float | None = None) -> list[str]:
         if found is not None:
             closest.append(closest_distance({turn.speaker for turn in found.turns}, found.embeddings))
+        spreads.append(spread)
         return speaker_count_warnings(config, found, spread)
 
     transcriber._speaker_count_warnings = count_warnings
@@ -62,19 +66,20 @@ def main(argv: list[str] | None = None) -> int:
                 for model in arguments.models}
     checked = Transcriber._checked_by_phrases
     entries = [entry for manifest in arguments.manifest for entry in load_manifest(manifest)
-               if entry.turns and entry.audio.suffix == ".wav" and not entry.name.startswith("short_")]
+               if (entry.turns or entry.kind in UNANNOTATED_SOLO) and entry.kind != "format_variant"]
     totals: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     ders: dict[tuple[str, str], DiarizationTotals] = defaultdict(DiarizationTotals)
     for entry in entries:
         audio = entry.audio.read_bytes()
         group = GROUPS.get(entry.kind, "AMI meetings")
-        reference = len({turn.speaker for turn in entry.turns if turn.start < SCORED_SECONDS})
+        reference = len({turn.speaker for turn in entry.turns if turn.start < SCORED_SECONDS}) or 1
         for model, phrase_check in ((model, way) for model in arguments.models for way in arguments.ways):
             handler = handlers[model]
             way = phrase_check if len(arguments.models) == 1 else f"{Path(model).name} {phrase_check}"
             if phrase_check == "no phrase check":
                 Transcriber._checked_by_phrases = lambda _self, found, *_: Checked(found)
             closest.clear()
+            spreads.clear()
             started = time.perf_counter()
             try:
                 answer = handler({"inputs": audio, "parameters": {"return_timestamps": "word", "language": "en"}})
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             counted = len({chunk["speaker"] for chunk in answer["chunks"] if chunk["timestamp"][0] < SCORED_SECONDS and chunk.get("speaker")})
             warned = any(COUNT_ADVICE in warning for warning in answer["warnings"])
             timeline = [Turn(turn["speaker"], turn["start"], turn["end"]) for turn in answer["diarization"]]
-            der = ders[group, way].add(entry.turns, timeline, SCORED_SECONDS)["der"]
+            der = ders[group, way].add(entry.turns, timeline, SCORED_SECONDS)["der"] if entry.turns else float("nan")
             counts = score(answer["chunks"], entry.turns)
             total = totals[group, way]
             for name, value in counts.items():
@@ -100,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                 nearest[group, way, counted == reference].append(distance)
             print(f"{entry.name:26s} {way:15s} speakers {counted}/{reference} {verdict:5s} {'warned' if warned else '':6s} "
                   f"turn ends {counts['ends right']}/{counts['ends']} words {counts['words right']}/{counts['words']} "
-                  f"DER {der:.3f} closest voices {'-' if distance is None else f'{distance:.2f}'} {seconds:.1f} s", flush=True)
+                  f"DER {der:.3f} closest voices {'-' if distance is None else f'{distance:.2f}'} "
+                  f"one-voice spread {'-' if not spreads or spreads[-1] is None else f'{spreads[-1]:.2f}'} {seconds:.1f} s", flush=True)
     print(f"\n{'group':20s} {'way':15s} {'count right':>11s} {'wrong warned':>12s} {'right warned':>12s} {'turn ends right':>16s} "
           f"{'words right':>12s} {'DER':>6s} {'seconds':>7s}")
     for (group, way), total in sorted(totals.items()):

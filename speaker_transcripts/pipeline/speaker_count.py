@@ -4,7 +4,9 @@ One case that can be seen in what diarization returns carries many of the wrong 
 on a short recording**. When two people trade turns of a second or two, pyannote's 10-s segmentation
 can hear one voice throughout, and no clustering threshold separates them. One person talking alone
 looks the same to diarization; the transcript's phrase check tells them apart: the two halves of one
-person's phrases lie close (``ONE_VOICE_SPREAD``).
+person's phrases lie close (``ONE_VOICE_SPREAD``), those of two people's far. Only that evidence
+raises the doubt: a recording with too few phrases to measure (dictation, a voice memo, a prompt) is
+not questioned.
 
 Two voices whose centroids lie close are not questioned: that distance separated right counts from
 wrong ones no better than chance (docs/quality.md, "Why the count warning has only the one-voice
@@ -29,12 +31,12 @@ COUNT_ADVICE = "pass num_speakers if you know how many people spoke"
 def count_doubts(turns: Sequence[Turn], spread: float | None = None) -> list[str]:
     """Warnings (none, or one) about the number of speakers in ``turns`` (the exclusive turns the
     words are attributed from: a voice heard only in overlap gets no words), from their total
-    speech and, for one voice, the ``spread`` of its phrases (None: not known, so questioned). Less
+    speech and, for one voice, the ``spread`` of its phrases (None: not known, so not questioned). Less
     than a second of speech is not questioned: there is nothing to attribute."""
     speakers = {turn.speaker for turn in turns}
     speech = sum(turn.end - turn.start for turn in turns)
-    one_person = spread is not None and spread < ONE_VOICE_SPREAD
-    if len(speakers) == 1 and 1.0 <= speech < SHORT_SPEECH_S and not one_person:
+    two_people = spread is not None and spread >= ONE_VOICE_SPREAD
+    if len(speakers) == 1 and 1.0 <= speech < SHORT_SPEECH_S and two_people:
         heard = f"diarization gave all {speech:.0f} s of speech to one voice"
         return [f"{heard}; in a short exchange of quick turns a second voice can go unheard: {COUNT_ADVICE}"]
     return []
