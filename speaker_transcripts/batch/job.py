@@ -20,6 +20,7 @@ import os
 import stat
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,21 +205,25 @@ def _transcribe(
         dataset = _dataset(todo, settings, parameters, options)
         by_key = {file.key: file for file in todo}
         reached: set[str] = set()
-        for record in dataset.iter_rows():
-            row = json.loads(record["row"])
-            file = by_key[row.pop("key")]
-            row = {"path": file.path, "size_bytes": file.size, "mtime_ns": file.mtime_ns, **row}
-            log.append(row)
-            reached.add(file.key)
-            if row["error"] is None:
-                summary.done += 1
-                summary.audio_seconds += row["duration"] or 0.0
-                outcome = f"{row['duration']:.1f} s of audio in {row['seconds']:.1f} s"
-            else:
-                summary.failed += 1
-                outcome = f"FAILED: {row['error']}"
-            say(f"[{summary.done + summary.failed}/{len(todo)}] {one_line(file.path)}: {one_line(outcome)} "
-                f"({summary.failed} failed so far; {_amount(summary.audio_seconds)} of audio in {time.monotonic() - started:.0f} s)")
+        try:
+            for record in dataset.iter_rows():
+                row = json.loads(record["row"])
+                file = by_key[row.pop("key")]
+                row = {"path": file.path, "size_bytes": file.size, "mtime_ns": file.mtime_ns, **row}
+                log.append(row)
+                reached.add(file.key)
+                if row["error"] is None:
+                    summary.done += 1
+                    summary.audio_seconds += row["duration"] or 0.0
+                    outcome = f"{row['duration']:.1f} s of audio in {row['seconds']:.1f} s"
+                else:
+                    summary.failed += 1
+                    outcome = f"FAILED: {row['error']}"
+                say(f"[{summary.done + summary.failed}/{len(todo)}] {one_line(file.path)}: {one_line(outcome)} "
+                    f"({summary.failed} failed so far; {_amount(summary.audio_seconds)} of audio in {time.monotonic() - started:.0f} s)")
+        except ray.exceptions.RayError as stopped:  # a worker process died (killed for memory, a crash in a native library)
+            say(f"the job stopped: {one_line((str(stopped) or type(stopped).__name__).splitlines()[0])}; "
+                f"{len(todo) - len(reached)} files not reached get an error row, and the same command again goes on from there")
         return reached
     finally:
         if started_ray:
@@ -266,14 +271,17 @@ def _dataset(todo: list[InputFile], settings: ModelSettings, parameters: dict[st
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # execution plans and "progress bars disabled"
     cpus = options.cpus_per_worker or max(1.0, (os.cpu_count() or 1) / options.workers)
     names = [{"path": file.path, "key": file.key} for file in todo]
-    return ray.data.from_items(names, override_num_blocks=min(len(names), MAX_BLOCKS)).map_batches(
-        TranscribeFiles,
-        fn_constructor_kwargs={"settings": settings, "parameters": parameters, "link_speakers": options.link_speakers},
-        batch_size=1,
-        compute=ray.data.ActorPoolStrategy(size=options.workers),
-        num_cpus=cpus,
-        num_gpus=options.gpus_per_worker or None,
-    )
+    with warnings.catch_warnings():  # Ray 2.60 takes max_restarts only through its deprecated ray_remote_args
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
+        return ray.data.from_items(names, override_num_blocks=min(len(names), MAX_BLOCKS)).map_batches(
+            TranscribeFiles,
+            fn_constructor_kwargs={"settings": settings, "parameters": parameters, "link_speakers": options.link_speakers},
+            batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=options.workers),
+            num_cpus=cpus,
+            num_gpus=options.gpus_per_worker or None,
+            max_restarts=0,  # a dead worker ends the job (its files get rows; a rerun goes on), never restarts for ever
+        )
 
 
 def read_input(path: str) -> bytes:

@@ -154,6 +154,7 @@ def comparable(out: Path) -> tuple[list[dict], list[dict]]:
 def test_a_job_on_a_two_node_cluster_equals_a_local_run_and_survives_a_lost_node(cluster, corpus, tmp_path):
     local_status, local_log = finished(batch(corpus, tmp_path / "local"))
     assert local_status == 0, local_log[-3000:]
+    assert "core_worker.cc" not in local_log, "Ray's own ERROR line about restartable actors (docs/batch.md)"
     expected = comparable(tmp_path / "local")
     assert len(expected[0]) == 8 and len(expected[1]) == 3, "the sample's three people, on both days"
 

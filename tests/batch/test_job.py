@@ -95,6 +95,32 @@ def test_no_file_is_silently_dropped(corpus, settings, tmp_path, monkeypatch):
     assert good["error"] == NEVER_REACHED and len(summary.rows) == 4
 
 
+class _DiesOnGoodWav:
+    """A worker that dies (its process exits) on one file's row, as a worker killed for memory does."""
+
+    def __call__(self, rows: dict) -> dict:
+        import os
+
+        if any("good.wav" in row for row in rows["row"]):
+            os._exit(1)
+        return rows
+
+
+def test_a_worker_that_dies_ends_the_job_with_one_line_and_a_row_for_every_file(corpus, settings, tmp_path, monkeypatch):
+    """A dead worker is not restarted (Ray Data's default restarts it for ever, and a file that kills it
+    every time hung the job): the job says why it stopped in one line, and the files it did not reach
+    get the error row a rerun retries."""
+    original = job._dataset
+    monkeypatch.setattr(job, "_dataset", lambda *args: original(*args).map_batches(
+        _DiesOnGoodWav, batch_size=1, compute=ray.data.ActorPoolStrategy(size=1), max_restarts=0))
+    said: list[str] = []
+    summary = run_batch([str(corpus)], tmp_path / "out", settings, {"language": "en"}, OPTIONS, report=said.append)
+    (stopped,) = [line for line in said if line.startswith("the job stopped: ")]
+    assert "not reached get an error row" in stopped and "\n" not in stopped, said
+    (good,) = [row for row in summary.rows if row["path"].endswith("good.wav")]
+    assert good["error"] == NEVER_REACHED and len(summary.rows) == 4 and summary.failed >= 1
+
+
 def test_the_workers_run_at_the_drivers_priority():
     """Ray's default nice 15 starved the transcription beside any other busy process."""
     import os
