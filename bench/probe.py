@@ -4,9 +4,11 @@ subprocess with its memory watched, the CLI's commands), a module per surface in
 
     python bench/probe.py [--surfaces http connections tls cross_site speakers memory model_cache batch live voice_library]
                           [--asr-model whisper-tiny.en] [--variants 8] [--seed 0] [--batch-files 1000] [--tls-connections 3000]
+                          [--out bench-results/probe]
 
 Each surface draws fresh random sizes, positions and values every run, never the test suite's inputs;
-what each one sends is listed in bench/README.md ("Probes"). Prints a table per class; exits 1 on any
+what each one sends is listed in bench/README.md ("Probes"). Prints a table per class (each saved to ``--out``
+as Markdown and JSON, ``bench/results.py``, with the lines and failures in ``probe.json``); exits 1 on any
 500, a request that got no answer, a lock-out, garbage served from a damaged cache, or a class that
 does not hold (each printed as ``FAILURE:``).
 """
@@ -14,7 +16,9 @@ does not hold (each printed as ``FAILURE:``).
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -31,6 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from probes import batch, connections, http_requests, live, memory, model_cache, tls, voice_library
 from probes.server import KEY, MAX_CONNECTIONS, Server
 
+from bench.results import Table
 from tests.audio_files import pcm_wav
 
 SURFACES = ("http", "connections", "tls", "cross_site", "speakers", "memory", "model_cache", "batch", "live", "voice_library")
@@ -40,23 +45,31 @@ class Report:
     """The tables the probe prints and the failures it saw, in the order the classes ran."""
 
     def __init__(self) -> None:
-        self.tables: list[tuple[str, tuple[str, ...], list[tuple]]] = []
+        self.tables: list[Table] = []
         self.lines: list[str] = []
         self.failures: list[str] = []
 
     def table(self, title: str, columns: tuple[str, ...], rows: list[tuple], failures: list[str] = ()) -> None:
-        self.tables.append((title, columns, rows))
+        name = re.sub(r"[^a-z0-9]+", "-", title.lower().split(" (")[0]).strip("-")
+        table = Table(name, tuple((column, column, "") for column in columns), title=title)
+        table.rows = [dict(zip(columns, row, strict=True)) for row in rows]
+        self.tables.append(table)
         self.failures += failures
 
     def print(self) -> None:
         for line in self.lines:
             print(line)
-        for title, columns, rows in self.tables:
-            print(f"\n**{title}**\n\n| {' | '.join(columns)} |\n|{'---|' * len(columns)}")
-            for row in rows:
-                print("| " + " | ".join(str(cell).replace("\n", "\\n").replace("|", "\\|") for cell in row) + " |")
+        for table in self.tables:
+            print(f"\n{table.markdown()}")
         for failure in self.failures:
             print("FAILURE:", failure)
+
+    def save(self, out: Path) -> None:
+        for table in self.tables:
+            table.save(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "probe.json").write_text(json.dumps({"lines": self.lines, "failures": self.failures,
+                                                    "tables": [table.name for table in self.tables]}, indent=2) + "\n")
 
 
 def stage(name: str) -> None:
@@ -201,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--tls-connections", type=int, default=3000, help="connections in each TLS handshake flood")
     parser.add_argument("--batch-files", type=int, default=1000, help="clips in the killed-and-resumed batch job")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/probe"))
     arguments = parser.parse_args(argv)
     from speaker_transcripts.pipeline.audio import as_float32, decode_file
 
@@ -242,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, found = voice_library.voice_library(rng)
         report.table("speakers add", ("given", "exit", "last line", "s", "peak RSS, MB"), rows, found)
     report.print()
+    report.save(arguments.out)
     return 1 if report.failures else 0
 
 

@@ -1,7 +1,7 @@
 """Throughput of a corpus: the CLI looping over files in one process, against the batch command
 (Ray Data) with 1 and 2 actors, on the same files, side by side in one run.
 
-    .venv/bin/python bench/batch/batch_throughput.py --asr-model whisper-base [--copies 2] [--dev-audio DIR]
+    .venv/bin/python bench/batch/batch_throughput.py --asr-model whisper-base [--copies 2] [--dev-audio DIR] [--out bench-results/batch-throughput]
 
 The corpus is every WAV of the dev set (``../shared/dev-audio`` by default; give ``--dev-audio``
 in a clone without it), each copied ``--copies`` times. Each system runs in its own process with
@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from bench.results import Table
 
 
 def peak_rss_mb(process: subprocess.Popen, marker: str | None) -> dict[str, float]:
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--dev-audio", type=Path, default=ROOT.parent / "shared" / "dev-audio")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/batch-throughput"))
     arguments = parser.parse_args(argv)
     sources = sorted(arguments.dev_audio.glob("*.wav"))
     if not sources:
@@ -84,12 +87,14 @@ def main(argv: list[str] | None = None) -> int:
             "batch, 2 actors (1 CPU each)": ([*command, "batch", str(corpus), "--out", f"{scratch}/b2", "--asr-model",
                                               arguments.asr_model, "--workers", "2"], "MapWorker"),
         }
-        print(f"{len(files)} files, {audio_s / 60:.1f} min of audio, {arguments.asr_model}, no diarization\n")
-        print("| system | wall s | audio hours per hour | peak RSS MB (per process) | exit |\n|---|---|---|---|---|")
+        table = Table("batch-throughput", (("system", "system", ""), ("wall_s", "wall s", ".0f"), ("speed", "audio hours per hour", ".1f"),
+                                           ("peak_rss_mb", "peak RSS MB (per process)", ""), ("exit", "exit", "")),
+                      note=[f"{len(files)} files, {audio_s / 60:.1f} min of audio, {arguments.asr_model}, no diarization"])
         for name, (system, marker) in systems.items():
             wall, peaks, status = run(system, marker)
-            rss = ", ".join(f"{peak:.0f}" for peak in peaks.values()) or "-"
-            print(f"| {name} | {wall:.0f} | {audio_s / wall:.1f} | {rss} | {status} |", flush=True)
+            table.add(system=name, wall_s=wall, speed=audio_s / wall, exit=status,
+                      peak_rss_mb=", ".join(f"{peak:.0f}" for peak in peaks.values()) or None)
+        table.save(arguments.out)
     return 0
 
 

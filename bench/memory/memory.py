@@ -1,7 +1,8 @@
 """Where the memory goes: resident memory after each stage of a CPU run, ours beside
-faster-whisper batched, on the 10-min file of ``bench/speed/long_form.py``'s recipe.
+faster-whisper batched, on the 10-min file of ``bench/speed/long_form.py``'s recipe or, with ``--dense``, on
+real speech throughout (the AMI excerpts and the dev speech joined back to back, no pause longer than theirs).
 
-    python bench/memory/memory.py [--asr-model whisper-base] [--fw-python PYTHON] [--minutes 10] [--manifest ../shared/dev-audio/manifest.json] [--out bench-results/memory]
+    python bench/memory/memory.py [--asr-model whisper-base] [--fw-python PYTHON] [--minutes 10] [--dense] [--manifest ../shared/dev-audio/manifest.json] [--out bench-results/memory]
 
 How it measures, and what it reports: bench/README.md, ``memory.py``.
 """
@@ -20,7 +21,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
 from bench.speed.long_form import DEV_AUDIO, benchmark_files
+
+DENSE_KINDS = ("real_meeting", "synthetic_conversation", "real_speech")
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,6 +33,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fw-python", type=Path, help="a Python with faster-whisper installed (else its rows are left out)")
     parser.add_argument("--manifest", type=Path, default=DEV_AUDIO / "manifest.json")
     parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--dense", action="store_true", help="speech throughout (AMI excerpts and dev speech joined without pauses)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/memory"))
     parser.add_argument("--worker", choices=("ours", "ours-with-speakers", "faster-whisper"), help=argparse.SUPPRESS)
     parser.add_argument("--audio", type=Path, help=argparse.SUPPRESS)
@@ -53,6 +58,23 @@ class Stages:
     @staticmethod
     def _reset_peak() -> None:
         Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+
+
+def dense_file(manifest: Path, out: Path, minutes: float) -> Path:
+    """Real speech throughout, ``minutes`` long, saved as 16-kHz ``.npy`` in ``out``: the manifest's
+    real recordings (AMI excerpts, dev conversations, read speech) joined back to back,
+    round and round (``DENSE_KINDS``). Every batch of 30-s windows fills, as on a meeting with no long silence."""
+    from speaker_transcripts.evaluation.scoring import load_manifest
+    from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
+
+    entries = [entry for entry in load_manifest(manifest) if entry.kind in DENSE_KINDS]
+    clips = [as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries]
+    pieces: list[np.ndarray] = []
+    while sum(map(len, pieces)) < minutes * 60 * SAMPLING_RATE:
+        pieces.append(clips[len(pieces) % len(clips)])
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / "dense.npy", np.concatenate(pieces)[: int(minutes * 60 * SAMPLING_RATE)])
+    return out / "dense.npy"
 
 
 def process_memory(pid: int | str = "self") -> dict[str, float]:
@@ -153,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     from speaker_transcripts.config import ModelSettings
     from speaker_transcripts.models import registry
 
-    files, _ = benchmark_files(arguments.manifest, arguments.out, arguments.minutes)
-    audio = files["long"][0]
+    audio = (dense_file(arguments.manifest, arguments.out, arguments.minutes) if arguments.dense
+             else benchmark_files(arguments.manifest, arguments.out, arguments.minutes)[0]["long"][0])
     commands = {
         system: [sys.executable, __file__, "--worker", system, "--asr-model", arguments.asr_model, "--audio", str(audio)]
         for system in ("ours", "ours-with-speakers")
@@ -164,15 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         ct2 = ct2_conversion(model_folder, arguments.out / f"ct2-{Path(arguments.asr_model).name}")
         commands["faster-whisper"] = [str(arguments.fw_python), __file__, "--worker", "faster-whisper",
                                       "--model-path", str(ct2), "--audio", str(audio)]
-    report = {}
+    table = Table("memory", (("system", "system", ""), ("stage", "stage", ""), ("rss_mb", "RSS after, MB", ".0f"),
+                             ("stage_peak_mb", "peak during, MB", ".0f"), ("seconds", "s", ".1f")),
+                  note=[f"{arguments.asr_model}, {arguments.minutes:g} min of {'speech throughout' if arguments.dense else 'long_form.py recipe'}"])
     for system, command in commands.items():  # one after the other: each peak is its own
         completed = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-        report[system] = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
-    (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    print("| system | stage | RSS after, MB | peak during, MB | s |\n|---|---|---|---|---|")
-    for system, stages in report.items():
-        for stage in stages:
-            print(f"| {system} | {stage['stage']} | {stage['rss_mb']:.0f} | {stage['stage_peak_mb']:.0f} | {stage['seconds']:.1f} |")
+        for line in completed.stdout.splitlines():
+            if line.startswith("{"):
+                table.add(system=system, **json.loads(line))
+    table.save(arguments.out)
     return 0
 
 

@@ -1,6 +1,6 @@
 """How much disk a pull of each embedded model uses at its peak, and when done.
 
-    .venv/bin/python bench/memory/pull_disk.py [whisper-tiny.en whisper-base pyannote-campplus pyannote-community1]
+    .venv/bin/python bench/memory/pull_disk.py [whisper-tiny.en whisper-base pyannote-campplus pyannote-community1] [--out bench-results/pull-disk]
 
 Each model is pulled by ``speaker-transcripts models pull`` into an empty cache folder
 (``EMBEDDED_MODELS_DIR``, a temporary folder) while the folder's size is sampled every 50 ms: the
@@ -19,13 +19,18 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.results import Table
+
 DEFAULT_MODELS = ("whisper-tiny.en", "whisper-base", "pyannote-campplus", "pyannote-community1")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", default=list(DEFAULT_MODELS))
+    parser.add_argument("--out", type=Path, default=Path("bench-results/pull-disk"))
     arguments = parser.parse_args(argv)
+    table = Table("pull-disk", (("model", "model", ""), ("peak_mb", "peak while pulling, MB", ".0f"), ("done_mb", "when done, MB", ".0f")))
     for name in arguments.models:
         with tempfile.TemporaryDirectory() as cache:
             environment = {**os.environ, "EMBEDDED_MODELS_DIR": cache}
@@ -38,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
             if pull.returncode != 0:
                 print(f"{name}: the pull failed: {pull.stderr.read().strip()[-200:]}", file=sys.stderr)
                 return 1
-            print(f"{name}: peak {peak / 1e6:.0f} MB while pulling, {_size(Path(cache)) / 1e6:.0f} MB when done", flush=True)
+            table.add(model=name, peak_mb=peak / 1e6, done_mb=_size(Path(cache)) / 1e6)
+    table.save(arguments.out)
     return 0
 
 

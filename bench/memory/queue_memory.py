@@ -1,7 +1,7 @@
 """The server's memory with its queue full of the largest uploads the defaults allow.
 
     .venv/bin/python bench/memory/queue_memory.py [--asr-model whisper-tiny.en] [--clients 17] [--upload-mb 95] \
-        [--max-queued-mb 300] [--hold-s 40]
+        [--max-queued-mb 300] [--hold-s 40] [--out bench-results/queue-memory]
 
 Starts ``speaker-transcripts serve`` as a user does, on the documented defaults (``MAX_UPLOAD_MB=100``,
 ``MAX_QUEUE=16``; ``MAX_QUEUED_MB`` as given, no diarization), its RSS sampled every 50 ms
@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for probe.py
 from probe import KEY, Server
 
+from bench.results import Table
 from tests.audio_files import pcm_wav
 
 
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upload-mb", type=float, default=95.0)
     parser.add_argument("--max-queued-mb", type=float, default=300.0)
     parser.add_argument("--hold-s", type=float, default=40.0)
+    parser.add_argument("--out", type=Path, default=Path("bench-results/queue-memory"))
     arguments = parser.parse_args(argv)
 
     body = noise_wav(int(arguments.upload_mb * 1024 * 1024 / 2))
@@ -80,12 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         after = server.rss_mb()
     finally:
         server.close()
-    print(f"{arguments.clients} uploads of {arguments.upload_mb:g} MB, MAX_QUEUED_MB={arguments.max_queued_mb:g}: "
-          f"answered within {arguments.hold_s:g} s {dict(statuses)}; queue then {ready}")
-    print(f"idle RSS {idle:.0f} MB; peak while held {held:.0f} MB (+{held - idle:.0f} MB); "
-          f"after all hung up and the queue drained {after:.0f} MB (+{after - idle:.0f} MB)")
-    if errors:
-        print("a refusal:", errors[0])
+    table = Table("queue-memory", (("answers", f"answers within {arguments.hold_s:g} s", ""), ("queue", "queue then", ""),
+                                   ("idle_mb", "idle RSS, MB", ".0f"), ("held_mb", "peak while held, MB", ".0f"),
+                                   ("after_mb", "after all hung up and the queue drained, MB", ".0f"), ("refusal", "a refusal", "")),
+                  note=[f"{arguments.clients} uploads of {arguments.upload_mb:g} MB, MAX_QUEUED_MB={arguments.max_queued_mb:g}"])
+    table.add(answers=dict(statuses), queue=ready, idle_mb=idle, held_mb=held, after_mb=after, refusal=errors[0] if errors else None)
+    table.save(arguments.out)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Peak memory and time of single requests at the edges of the documented parameter ranges.
 
-    python bench/memory/request_cost.py [--asr-model whisper-tiny.en] [--case NAME ...]
+    python bench/memory/request_cost.py [--asr-model whisper-tiny.en] [--case NAME ...] [--out bench-results/request-cost]
 
 Each case runs in its own process (peak RSS is a process-wide high-water mark): load the handler
 (no diarization, warm-up on), note the RSS, send one request, report the peak RSS above that idle
@@ -20,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
+
 SAMPLE = ROOT / "samples" / "two-readers.wav"
 
 CASES: dict[str, tuple[float, dict]] = {  # name: (seconds of audio, parameters)
@@ -67,21 +69,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asr-model", default="whisper-tiny.en")
     parser.add_argument("--case", action="append", choices=list(CASES))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=Path("bench-results/request-cost"))
     arguments = parser.parse_args(argv)
     if arguments.worker:
         print(json.dumps(run_case(arguments.worker, arguments.asr_model)))
         return 0
-    print("| case | idle RSS MB | peak above idle MB | s | decoding | limit warnings |\n|---|---|---|---|---|---|")
+    table = Table("request-cost", (("case", "case", ""), ("idle_mb", "idle RSS MB", ""), ("peak_above_idle_mb", "peak above idle MB", ""),
+                                   ("seconds", "s", ""), ("decoding", "decoding", ""), ("warnings", "limit warnings", ""), ("failed", "failed", "")))
     for name in arguments.case or list(CASES):
         completed = subprocess.run(
             [sys.executable, __file__, "--worker", name, "--asr-model", arguments.asr_model],
             capture_output=True, text=True, check=False, cwd=ROOT,
         )
         if completed.returncode != 0:
-            print(f"| {name} | failed: {completed.stderr.strip().splitlines()[-1:]} |")
+            table.add(case=name, failed=(completed.stderr.strip().splitlines() or ["exit " + str(completed.returncode)])[-1])
             continue
         row = json.loads(completed.stdout.strip().splitlines()[-1])
-        print(f"| {name} | {row['idle_mb']} | {row['peak_above_idle_mb']} | {row['seconds']} | {row['decoding']} | {'; '.join(row['warnings'])} |")
+        table.add(case=name, **{**row, "warnings": "; ".join(row["warnings"])})
+    table.save(arguments.out)
     return 0
 
 

@@ -1,6 +1,6 @@
 """What a diarized answer scores: its speaker timeline, its speaker segments, and the words spoken over someone.
 
-    .venv/bin/python bench/quality/diarized_answer.py [--manifest ../shared/dev-audio/manifest.json] [--asr-model whisper-base] [--diarization-model pyannote-campplus]
+    .venv/bin/python bench/quality/diarized_answer.py [--manifest ../shared/dev-audio/manifest.json] [--asr-model whisper-base] [--diarization-model pyannote-campplus] [--out bench-results/diarized-answer]
 
 How it measures, and what it reports: bench/README.md, ``diarized_answer.py``.
 """
@@ -15,6 +15,8 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY))
+from bench.results import Table
+
 GROUPS = ("alone", "overlapping", "mostly inside another's")
 EDGES = ("first word of a turn", "last word of a turn")  # where diarization boundaries err (issue: turn-end words)
 KINDS = ("real meetings", "synthetic conversations")
@@ -45,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, default=REPOSITORY.parent / "shared" / "dev-audio" / "manifest.json")
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--diarization-model", default="pyannote-campplus")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/diarized-answer"))
     arguments = parser.parse_args(argv)
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: pass --manifest (the dev conversations with timed turns)")
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     der = {(kind, output): DiarizationTotals() for kind in KINDS for output in ("timeline", "segments")}
     words = {group: [0, 0, 0] for group in (*GROUPS, *EDGES)}  # words, recognised, attributed right
+    files = Table("diarized-answer-files", (("file", "file", ""), ("timeline", "DER timeline", ".1%"), ("segments", "DER segments", ".1%")))
     for entry in load_manifest(arguments.manifest):
         if not entry.turns or entry.name.startswith("short_") or entry.audio.suffix != ".wav":
             continue
@@ -74,18 +78,21 @@ def main(argv: list[str] | None = None) -> int:
             output: der[kind, output].add(entry.turns, hypothesis, SCORED_SECONDS)["der"]
             for output, hypothesis in (("timeline", timeline), ("segments", segments))
         }
-        print(f"{entry.name}: DER timeline {scores['timeline']:.1%}, segments {scores['segments']:.1%}", flush=True)
+        files.add(file=entry.name, timeline=scores["timeline"], segments=scores["segments"])
         if entry.name in timed_turns:
             _score_overlap(sorted(timed_turns[entry.name], key=lambda turn: turn["start"]), result, words, normalise)
-    print("DER over all files (collar 0 / ±0.25 s):")
-    for (kind, output), totals in der.items():
-        summary = totals.summary()
-        print(f"  {kind:24s} {output:9s} {summary['der']:.1%} / {summary['der_collar_0.25']:.1%}")
-    print("word attribution by turn (dev conversations):")
+    files.save(arguments.out)
+    totals = Table("diarized-answer-der", (("kind", "recordings", ""), ("output", "output", ""), ("der", "DER, collar 0", ".1%"),
+                                           ("der_collar", "DER, collar ±0.25 s", ".1%")))
+    for (kind, output), scored in der.items():
+        summary = scored.summary()
+        totals.add(kind=kind, output=output, der=summary["der"], der_collar=summary["der_collar_0.25"])
+    totals.save(arguments.out)
+    attributed = Table("diarized-answer-words", (("group", "words (dev conversations)", ""), ("words", "words", ""), ("seen", "recognised", ""),
+                                                 ("right", "attributed right", ""), ("share", "of the words", ".1%"), ("of_seen", "of those recognised", ".1%")))
     for group, (count, seen, right) in words.items():
-        share = f"{right / count:.1%}" if count else "-"
-        of_seen = f"{right / seen:.1%}" if seen else "-"
-        print(f"  {group:26s} {count:4d} words, {seen:4d} recognised, {right:4d} right ({share} of the words, {of_seen} of those recognised)")
+        attributed.add(group=group, words=count, seen=seen, right=right, share=right / count if count else None, of_seen=right / seen if seen else None)
+    attributed.save(arguments.out)
     return 0
 
 

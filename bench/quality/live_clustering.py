@@ -1,7 +1,7 @@
 """The live diarizer alone on every file with an RTTM, for each clustering setting: speaker counts and DER.
 
     .venv/bin/python bench/quality/live_clustering.py [--distances 0.6 0.7 0.8 0.9] [--min-speech 0.25]
-        [--manifest ../shared/dev-audio/manifest.json] [--out bench-results/live-clustering.json]
+        [--manifest ../shared/dev-audio/manifest.json] [--out bench-results/live-clustering]
 
 Only the step grid's windows teach the live clustering (``live/speakers.py``), so the speakers a session
 finds are the diarizer's on the grid, whatever Whisper does beside it and however busy the machine is:
@@ -20,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
+
 TUNING = {f"trn{index:02d}" for index in range(6)}  # bench/live.py's AMI_TUNING
 
 
@@ -28,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distances", type=float, nargs="+", default=[0.6, 0.7, 0.8, 0.9], help="new_speaker_distance values")
     parser.add_argument("--min-speech", type=float, nargs="+", default=[0.25], help="min_new_speech values")
     parser.add_argument("--manifest", type=Path, default=ROOT.parent / "shared" / "dev-audio" / "manifest.json")
-    parser.add_argument("--out", type=Path, default=Path("bench-results/live-clustering.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench-results/live-clustering"))
     arguments = parser.parse_args(argv)
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: this benchmark needs ../shared/dev-audio", file=sys.stderr)
@@ -63,12 +65,12 @@ def main(argv: list[str] | None = None) -> int:
                          "count_right": f"{counts[part].count(0)}/{len(counts[part])}", "count_off_by": counts[part],
                          "der": round(total.summary()["der"], 4)})
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| set | new_speaker_distance | min_new_speech | count right | count off by (per file) | DER |\n|---|---|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['set']} | {row['new_speaker_distance']} | {row['min_new_speech']} | {row['count_right']} | "
-              f"{row['count_off_by']} | {row['der']:.1%} |")
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(rows, indent=2))
+    table = Table("live-clustering", (("set", "set", ""), ("new_speaker_distance", "new_speaker_distance", ""),
+                                      ("min_new_speech", "min_new_speech", ""), ("count_right", "count right", ""),
+                                      ("count_off_by", "count off by (per file)", ""), ("der", "DER", ".1%")))
+    table.rows = rows
+    print(f"\n{table.markdown()}")
+    table.save(arguments.out)
     return 0
 
 

@@ -26,6 +26,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "speed"))  # bench/speed/long_form.py's long-file recipe
+from bench.results import Table
+
 SHARED = ROOT.parent / "shared"
 DEV_AUDIO = SHARED / "dev-audio"
 DECODERS = ("shipped", "one-pass-no-guard", "transformers-passes")
@@ -290,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         report["decoders"][decoder] = {"dev_files_wer": dev_total.rate if dev_total else None, "files": per_file}
     arguments.out.mkdir(parents=True, exist_ok=True)
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    print(_table(report))
+    table = _table(report)
+    print(table.markdown())
+    table.save(arguments.out)
     print()
     print(_repetitions(report))
     return 0
@@ -300,11 +304,10 @@ def _by_kind(files: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [item for item in files.values() if item["kind"] == kind]
 
 
-def _table(report: dict[str, Any]) -> str:
-    rows = [
-        "| decoder | dev WER | long WER | dev s | long s | meetings s | 6-word runs (dev / long / meetings) | repeated sentences (dev / long / meetings) | pieces decoded again (dev / long / meetings) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+def _table(report: dict[str, Any]) -> Table:
+    table = Table("repetition", tuple((header, header, "") for header in (
+        "decoder", "dev WER", "long WER", "dev s", "long s", "meetings s", "6-word runs (dev / long / meetings)",
+        "repeated sentences (dev / long / meetings)", "pieces decoded again (dev / long / meetings)")))
     for decoder, data in report["decoders"].items():
         files = data["files"]
 
@@ -329,8 +332,8 @@ def _table(report: dict[str, Any]) -> str:
             " / ".join(total("repeated_sentences", kind) for kind in ("dev", "long", "meetings")),
             " / ".join(total("decoded_again", kind) for kind in ("dev", "long", "meetings")),
         ]
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+        table.rows.append(dict(zip((key for key, _, _ in table.columns), cells, strict=True)))
+    return table
 
 
 def _repetitions(report: dict[str, Any]) -> str:

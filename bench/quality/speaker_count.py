@@ -2,7 +2,7 @@
 and without the transcript's phrase check (``pipeline/phrase_speakers.py``).
 
     .venv/bin/python bench/quality/quick_conversations.py --out /tmp/quick
-    .venv/bin/python bench/quality/speaker_count.py --manifest ../shared/dev-audio/manifest.json /tmp/quick/manifest.json
+    .venv/bin/python bench/quality/speaker_count.py --manifest ../shared/dev-audio/manifest.json /tmp/quick/manifest.json [--out bench-results/speaker-count]
 
 How it measures, and what it reports: bench/README.md, ``speaker_count.py``.
 """
@@ -22,6 +22,7 @@ import numpy as np
 REPOSITORY = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY))
 sys.path.insert(0, str(REPOSITORY / "bench" / "quality"))  # turn_ends.py
+from bench.results import Table
 
 SCORED_SECONDS = 30.0
 GROUPS = {"synthetic_conversation": "dev conversations", "quick_conversation": "quick conversations", "one_voice": "one voice",
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=["pyannote-campplus"],
                         help="embedded names or pipeline folders, each run on every file in turn (side by side)")
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
+    parser.add_argument("--out", type=Path, default=Path("bench-results/speaker-count"))
     arguments = parser.parse_args(argv)
 
     from turn_ends import score
@@ -69,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
                if (entry.turns or entry.kind in UNANNOTATED_SOLO) and entry.kind != "format_variant"]
     totals: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     ders: dict[tuple[str, str], DiarizationTotals] = defaultdict(DiarizationTotals)
+    files = Table("speaker-count-files", (("file", "file", ""), ("way", "way", ""), ("speakers", "speakers found/reference", ""),
+                                          ("right", "right", ""), ("warned", "warned", ""), ("turn_ends", "turn ends right", ""),
+                                          ("words", "words right", ""), ("der", "DER", ".3f"), ("closest", "closest voices", ".2f"),
+                                          ("spread", "one-voice spread", ".2f"), ("seconds", "s", ".1f")))
     for entry in entries:
         audio = entry.audio.read_bytes()
         group = GROUPS.get(entry.kind, "AMI meetings")
@@ -99,25 +105,28 @@ def main(argv: list[str] | None = None) -> int:
             total["wrong warned"] += counted != reference and warned
             total["right warned"] += counted == reference and warned
             total["centiseconds"] += round(seconds * 100)
-            verdict = "right" if counted == reference else "WRONG"
             distance = closest[-1] if closest else None
             if distance is not None:
                 nearest[group, way, counted == reference].append(distance)
-            print(f"{entry.name:26s} {way:15s} speakers {counted}/{reference} {verdict:5s} {'warned' if warned else '':6s} "
-                  f"turn ends {counts['ends right']}/{counts['ends']} words {counts['words right']}/{counts['words']} "
-                  f"DER {der:.3f} closest voices {'-' if distance is None else f'{distance:.2f}'} "
-                  f"one-voice spread {'-' if not spreads or spreads[-1] is None else f'{spreads[-1]:.2f}'} {seconds:.1f} s", flush=True)
-    print(f"\n{'group':20s} {'way':15s} {'count right':>11s} {'wrong warned':>12s} {'right warned':>12s} {'turn ends right':>16s} "
-          f"{'words right':>12s} {'DER':>6s} {'seconds':>7s}")
+            files.add(file=entry.name, way=way, speakers=f"{counted}/{reference}", right=counted == reference, warned=warned,
+                      turn_ends=f"{counts['ends right']}/{counts['ends']}", words=f"{counts['words right']}/{counts['words']}",
+                      der=None if np.isnan(der) else der, closest=distance, spread=spreads[-1] if spreads else None, seconds=seconds)
+    files.save(arguments.out)
+    groups = Table("speaker-count", (("group", "group", ""), ("way", "way", ""), ("count_right", "count right", ""),
+                                     ("wrong_warned", "wrong counts warned", ""), ("right_warned", "right counts warned", ""),
+                                     ("turn_ends_right", "turn ends right", ""), ("words_right", "words right", ""), ("der", "DER", ".1%"),
+                                     ("seconds", "s", ".1f"), ("wrong_turn_ends", "wrong turn ends by kind", ""),
+                                     ("closest_right", "closest voices, count right", ""), ("closest_wrong", "closest voices, count wrong", "")))
     for (group, way), total in sorted(totals.items()):
         wrong = total["files"] - total["right"]
-        print(f"{group:20s} {way:15s} {total['right']:>5d} of {total['files']:<3d} {total['wrong warned']:>6d} of {wrong:<3d} "
-              f"{total['right warned']:>6d} of {total['right']:<3d} {total['ends right']:>8d} of {total['ends']:<4d} "
-              f"{total['words right']:>5d} of {total['words']:<4d} {ders[group, way].summary()['der']:6.1%} {total['centiseconds'] / 100:7.1f}")
-        print(f"{'':36s} wrong turn ends: " + ", ".join(f"{name[11:]} {total[name]}" for name in total if name.startswith("end wrong")))
-        for right in (True, False):
-            distances = " ".join(f"{distance:.2f}" for distance in sorted(nearest[group, way, right]))
-            print(f"{'':36s} closest voices where the count is {'right' if right else 'wrong'}: {distances or '-'}")
+        groups.add(group=group, way=way, count_right=f"{total['right']} of {total['files']}", wrong_warned=f"{total['wrong warned']} of {wrong}",
+                   right_warned=f"{total['right warned']} of {total['right']}", turn_ends_right=f"{total['ends right']} of {total['ends']}",
+                   words_right=f"{total['words right']} of {total['words']}", der=ders[group, way].summary()["der"],
+                   seconds=total["centiseconds"] / 100,
+                   wrong_turn_ends=", ".join(f"{name[11:]} {total[name]}" for name in total if name.startswith("end wrong")),
+                   **{f"closest_{'right' if right else 'wrong'}": " ".join(f"{distance:.2f}" for distance in sorted(nearest[group, way, right])) or None
+                      for right in (True, False)})
+    groups.save(arguments.out)
     return 0
 
 

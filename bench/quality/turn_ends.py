@@ -1,6 +1,6 @@
 """Turn-end words on real meetings: does the last word of a turn stay with its speaker?
 
-    .venv/bin/python bench/quality/turn_ends.py --manifest ../shared/dev-audio/manifest.json [/tmp/quick/manifest.json] [--asr-model whisper-base]
+    .venv/bin/python bench/quality/turn_ends.py --manifest ../shared/dev-audio/manifest.json [/tmp/quick/manifest.json] [--asr-model whisper-base] [--out bench-results/turn-ends]
 
 The dev conversations have 26 turn ends; the AMI excerpts (and the quick conversations of
 ``bench/quality/quick_conversations.py``) have many more but no word-level reference. So each recognised
@@ -23,6 +23,8 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY))
+from bench.results import Table
+
 SCORED_SECONDS = 30.0  # the meeting references cover the first 30 s
 GROUPS = {"synthetic_conversation": "dev conversations", "quick_conversation": "quick conversations", "one_voice": "one voice"}
 
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asr-model", default="whisper-base")
     parser.add_argument("--diarization-model", default="pyannote-campplus")
     parser.add_argument("--switch", type=float, nargs="+", help="TURN_END_SWITCH_S values to compare (default: shipped, and the rule off)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/turn-ends"))
     arguments = parser.parse_args(argv)
 
     from speaker_transcripts.config import ModelSettings
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                if entry.turns and entry.audio.suffix == ".wav" and not entry.name.startswith("short_")]
     shipped = diarization.TURN_END_SWITCH_S
     totals: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    files = Table("turn-ends-files", (("file", "file", ""), ("way", "way", ""), ("ends", "turn ends right", ""), ("words", "words right", "")))
     for entry in entries:
         audio = entry.audio.read_bytes()
         group = GROUPS.get(entry.kind, "AMI meetings")
@@ -59,12 +63,14 @@ def main(argv: list[str] | None = None) -> int:
             counts = score(answer["chunks"], entry.turns)
             for name, value in counts.items():
                 totals[group, way][name] += value
-            print(f"{entry.name:26s} {way:9s} turn ends {counts['ends right']}/{counts['ends']}, "
-                  f"words {counts['words right']}/{counts['words']}", flush=True)
-    print(f"\n{'group':22s} {'way':9s} {'turn-end words on their speaker':>32s} {'all scored words':>20s}")
+            files.add(file=entry.name, way=way, ends=f"{counts['ends right']}/{counts['ends']}", words=f"{counts['words right']}/{counts['words']}")
+    files.save(arguments.out)
+    groups = Table("turn-ends", (("group", "group", ""), ("way", "way", ""), ("ends", "turn-end words on their speaker", ""),
+                                 ("ends_share", "share", ".1%"), ("words", "all scored words", ""), ("words_share", "share", ".1%")))
     for (group, way), counts in sorted(totals.items()):
-        print(f"{group:22s} {way:9s} {counts['ends right']:>14d} of {counts['ends']:<5d} ({counts['ends right'] / max(counts['ends'], 1):5.1%})"
-              f" {counts['words right']:>8d} of {counts['words']:<5d} ({counts['words right'] / max(counts['words'], 1):5.1%})")
+        groups.add(group=group, way=way, ends=f"{counts['ends right']} of {counts['ends']}", ends_share=counts["ends right"] / max(counts["ends"], 1),
+                   words=f"{counts['words right']} of {counts['words']}", words_share=counts["words right"] / max(counts["words"], 1))
+    groups.save(arguments.out)
     return 0
 
 

@@ -1,6 +1,6 @@
 """How much reference speech Silero VAD finds at each threshold, and how much non-speech it keeps.
 
-    python bench/quality/vad_threshold.py [--manifest ../shared/dev-audio/manifest.json] [--thresholds 0.5 0.35 0.25 0.15]
+    python bench/quality/vad_threshold.py [--manifest ../shared/dev-audio/manifest.json] [--thresholds 0.5 0.35 0.25 0.15] [--out bench-results/vad-threshold]
 
 For every manifest entry with an RTTM (the AMI meeting excerpts, scored on their first 30 s, and
 the dev conversations), the speech regions as the handler finds them (``speech_gate``'s settings,
@@ -22,6 +22,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
+
 FRAME_S = 0.01
 MEETING_SECONDS = 30.0
 
@@ -30,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", type=Path, default=ROOT.parent / "shared" / "dev-audio" / "manifest.json")
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5, 0.35, 0.25, 0.15])
+    parser.add_argument("--out", type=Path, default=Path("bench-results/vad-threshold"))
     arguments = parser.parse_args(argv)
     if not arguments.manifest.is_file():
         print(f"no manifest at {arguments.manifest}: this benchmark needs the dev audio", file=sys.stderr)
@@ -55,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             quiet.append((entry.name, samples))
 
     audio_s = sum(len(samples) for _, _, samples, _ in scored) / SAMPLING_RATE
-    print("| threshold | recall, meetings (mean) | recall, conversations | non-speech kept (share of audio) "
-          "| speech found in silence/noise | scan time / audio time |")
-    print("|---|---|---|---|---|---|")
+    table = Table("vad-threshold", (("threshold", "threshold", ""), ("meetings", "recall, meetings (mean)", ".1%"),
+                                    ("conversations", "recall, conversations", ".1%"), ("kept", "non-speech kept (share of audio)", ".1%"),
+                                    ("quiet_found_s", "speech found in silence/noise, s", ""), ("scan_share", "scan time / audio time", ".2%")))
     for threshold in arguments.thresholds:
         speech_gate.SPEECH_THRESHOLD = threshold
         recall: dict[str, list[float]] = {}
@@ -77,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         quiet_found = {
             name: sum(end - start for start, end in gate.speech_regions(samples, 29.6)) / SAMPLING_RATE for name, samples in quiet
         }
-        meetings = np.mean(recall.get("real_meeting", [np.nan]))
-        conversations = np.mean(recall.get("synthetic_conversation", [np.nan]))
-        print(f"| {threshold} | {meetings:.1%} | {conversations:.1%} | {np.mean(kept):.1%} | {quiet_found} | {scanning_s / audio_s:.2%} |")
+        table.add(threshold=threshold, meetings=float(np.mean(recall.get("real_meeting", [np.nan]))),
+                  conversations=float(np.mean(recall.get("synthetic_conversation", [np.nan]))), kept=float(np.mean(kept)),
+                  quiet_found_s=quiet_found, scan_share=scanning_s / audio_s)
+    table.save(arguments.out)
     return 0
 
 

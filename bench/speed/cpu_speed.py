@@ -22,6 +22,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
 from bench.speed.long_form import DEV_AUDIO, Worker, _peak_rss_mb, benchmark_files
 
 OURS = ("ours", "ours-without-bf16", "ours-fp32", "ours+diarization", "ours-parts")
@@ -249,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
             "files": per_file,
         }
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    print(_table(report))
+    table = _table(report)
+    print(table.markdown())
+    table.save(arguments.out)
     return 0
 
 
@@ -262,21 +265,20 @@ def _openmp_environment(policy: str) -> dict[str, str]:
     return environment
 
 
-def _table(report: dict[str, Any]) -> str:
-    rows = ["| system | dev WER | short clip RTF | 1-min RTF (s) | 10-min RTF (s) | 10-min WER | peak RSS MB | diarization / ASR+words s (1 min) |",
-            "|---|---|---|---|---|---|---|---|"]
+def _table(report: dict[str, Any]) -> Table:
+    table = Table("cpu-speed", tuple((header, header, "") for header in (
+        "system", "dev WER", "short clip RTF", "1-min RTF (s)", "10-min RTF (s)", "10-min WER", "peak RSS MB",
+        "diarization / ASR+words s (1 min)")))
     for system, data in report["systems"].items():
         files = data["files"]
         short, conversation, long = files.get(SHORT_CLIP), files.get(CONVERSATION), files.get("long")
         parts = (f"{conversation['diarization_s']:.1f} / {conversation['asr_words_s']:.1f}"
                  if conversation and "diarization_s" in conversation else "")
         dev_wer = "" if data["dev_wer"] is None else f"{data['dev_wer']:.1%}"
-        rows.append(
-            f"| {system} | {dev_wer} | {short['rtf']:.3f} | "
-            f"{conversation['rtf']:.3f} ({conversation['seconds']:.1f}) | {long['rtf']:.3f} ({long['seconds']:.0f}) | "
-            f"{long['wer']:.1%} | {data['peak_rss_mb']:.0f} | {parts} |"
-        )
-    return "\n".join(rows)
+        table.rows.append(dict(zip((key for key, _, _ in table.columns), (
+            system, dev_wer, f"{short['rtf']:.3f}", f"{conversation['rtf']:.3f} ({conversation['seconds']:.1f})",
+            f"{long['rtf']:.3f} ({long['seconds']:.0f})", f"{long['wer']:.1%}", f"{data['peak_rss_mb']:.0f}", parts), strict=True)))
+    return table
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Diarization beside ASR vs one after the other, on a pyannote pipeline of the real shape.
 
-    python bench/speed/diarization_overlap.py --asr-model DIR/whisper-base [--audio FILE]
+    python bench/speed/diarization_overlap.py --asr-model DIR/whisper-base [--audio FILE] [--out bench-results/diarization-overlap]
 
 No real pyannote weights are reachable here, so this builds the test suite's pyannote pipeline
 (tests/tiny_models.py: full-size WeSpeakerResNet34 embeddings, random weights): realistic compute,
@@ -19,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from bench.results import Table
 
 
 def seconds(call) -> float:
@@ -32,6 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--asr-model", required=True)
     parser.add_argument("--audio", type=Path, default=ROOT.parent / "shared" / "dev-audio" / "conv01_standup_2spk.wav")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/diarization-overlap"))
     arguments = parser.parse_args()
 
     import tiny_models
@@ -65,9 +67,11 @@ def main() -> None:
 
     timings = {name: seconds(call) for name, call in
                (("asr", asr), ("diarization", diarization), ("sequential", sequential), ("overlapped", overlapped))}
-    print(f"torch threads {torch.get_num_threads()}: ASR (word) {timings['asr']:.1f} s, diarization {timings['diarization']:.1f} s, "
-          f"sequential {timings['sequential']:.1f} s, overlapped {timings['overlapped']:.1f} s "
-          f"({timings['overlapped'] / timings['sequential']:.2f}x)")
+    table = Table("diarization-overlap", (("threads", "torch threads", ""), ("asr", "ASR (word) s", ".1f"), ("diarization", "diarization s", ".1f"),
+                                          ("sequential", "one after the other s", ".1f"), ("overlapped", "beside each other s", ".1f"),
+                                          ("ratio", "beside / after", ".2f")))
+    table.add(threads=torch.get_num_threads(), **timings, ratio=timings["overlapped"] / timings["sequential"])
+    table.save(arguments.out)
 
 
 if __name__ == "__main__":

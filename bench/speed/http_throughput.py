@@ -1,6 +1,6 @@
 """Requests per second and latency of the real server, with 1 and N concurrent clients.
 
-    python bench/speed/http_throughput.py --asr-model DIR [--audio FILE] [--requests 40] [--concurrency 1 8]
+    python bench/speed/http_throughput.py --asr-model DIR [--audio FILE] [--requests 40] [--concurrency 1 8] [--out bench-results/http-throughput]
 
 Starts ``uvicorn speaker_transcripts.server.app:app`` in a subprocess with ``ASR_MODEL=DIR`` (OMP_WAIT_POLICY=PASSIVE, so
 the client threads don't make the server's spinning OpenMP threads fight them), waits for
@@ -26,6 +26,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from bench.results import Table
 
 
 def free_port() -> int:
@@ -82,6 +84,7 @@ def main() -> None:
     parser.add_argument("--audio", type=Path, default=ROOT / "tests" / "data" / "goforward.wav")
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--out", type=Path, default=Path("bench-results/http-throughput"))
     arguments = parser.parse_args()
 
     port = free_port()
@@ -90,13 +93,13 @@ def main() -> None:
     body = {"inputs": base64.b64encode(arguments.audio.read_bytes()).decode(), "parameters": {"language": "en"}}
     try:
         httpx.post(url, json=body, timeout=600).raise_for_status()  # warm-up
-        print(f"model {arguments.asr_model}, audio {arguments.audio.name}, {os.cpu_count()} CPUs")
-        print("| clients | requests | failed | req/s | median s | p90 s | max s |")
-        print("|---|---|---|---|---|---|---|")
+        table = Table("http-throughput", (("concurrency", "clients", ""), ("requests", "requests", ""), ("failed", "failed", ""),
+                                          ("requests_per_s", "req/s", ".2f"), ("median_s", "median s", ".3f"), ("p90_s", "p90 s", ".3f"),
+                                          ("max_s", "max s", ".3f")),
+                      note=[f"model {arguments.asr_model}, audio {arguments.audio.name}, {os.cpu_count()} CPUs"])
         for concurrency in arguments.concurrency:
-            row = run_level(url, body, arguments.requests, concurrency)
-            print(f"| {row['concurrency']} | {row['requests']} | {row['failed']} | {row['requests_per_s']:.2f} | "
-                  f"{row['median_s']:.3f} | {row['p90_s']:.3f} | {row['max_s']:.3f} |")
+            table.add(**run_level(url, body, arguments.requests, concurrency))
+        table.save(arguments.out)
     finally:
         server.terminate()
         server.wait(timeout=30)

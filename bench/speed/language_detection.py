@@ -1,6 +1,6 @@
 """What language detection costs when a request sends no language, handler vs bare pipeline.
 
-    python bench/speed/language_detection.py --asr-model DIR/whisper-base [--audio FILE]
+    python bench/speed/language_detection.py --asr-model DIR/whisper-base [--audio FILE] [--out bench-results/language-detection]
 
 Median of 5 after a warm-up: the bare pipeline without a language (it detects inside generate),
 the handler without and with ``language: en``, and ``detect_language`` alone.
@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
 
 
 def median_seconds(call, runs: int = 5) -> float:
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--asr-model", required=True)
     parser.add_argument("--audio", type=Path,
                         default=ROOT.parent / "shared" / "dev-audio" / "librivox_sense_and_sensibility_01_austen_64kb-0870.wav")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/language-detection"))
     arguments = parser.parse_args()
 
     from transformers import pipeline
@@ -50,8 +52,11 @@ def main() -> None:
     detected_s = median_seconds(lambda: handler({"inputs": data, "parameters": {}}))
     given_s = median_seconds(lambda: handler({"inputs": data, "parameters": {"language": "en"}}))
     detect_s = median_seconds(lambda: handler.recognizer.detect_language(samples))
-    print(f"bare, no language {bare_s:.2f} s; handler, no language {detected_s:.2f} s ({detected_s / bare_s:.3f}x); "
-          f"handler, language=en {given_s:.2f} s; detect_language alone {detect_s:.2f} s")
+    table = Table("language-detection", (("bare", "bare, no language s", ".2f"), ("detected", "handler, no language s", ".2f"),
+                                         ("ratio", "handler / bare", ".3f"), ("given", "handler, language=en s", ".2f"),
+                                         ("detect", "detect_language alone s", ".2f")), note=[f"audio {arguments.audio.name}, medians"])
+    table.add(bare=bare_s, detected=detected_s, ratio=detected_s / bare_s, given=given_s, detect=detect_s)
+    table.save(arguments.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """In-process latency, side by side: bare pipeline vs the handler's paths, short and long audio.
 
     python bench/speed/latency.py --asr-model DIR/whisper-base --assistant-model DIR/whisper-base-draft2 \
-        [--diarization-model DIR] [--short FILE] [--long FILE ...] [--runs 3]
+        [--diarization-model DIR] [--short FILE] [--long FILE ...] [--runs 3] [--out bench-results/latency]
 
 For each clip, after one warm-up call each, the median of ``--runs`` for: the bare transformers
 pipeline (greedy, batch 24, segment timestamps, the same 16 kHz samples); the handler forced
@@ -26,6 +26,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
+
 DEV_AUDIO = ROOT.parent / "shared" / "dev-audio"
 
 
@@ -60,6 +62,7 @@ def main() -> None:
                         help="files concatenated into the long clip")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--language", default="en")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/latency"))
     arguments = parser.parse_args()
 
     import torch
@@ -82,13 +85,14 @@ def main() -> None:
         "short": as_float32(decode_file(arguments.short.read_bytes()).samples),
         "long": np.concatenate([as_float32(decode_file(path.read_bytes()).samples) for path in arguments.long]),
     }
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-          f"device {recognizer.device}, {recognizer.dtype}; threads {torch.get_num_threads()}")
-    print(f"models: ASR {arguments.asr_model}, assistant {arguments.assistant_model}, diarization {arguments.diarization_model}")
-    print(f"runs: median of {arguments.runs} after one warm-up\n")
-    print("| clip | s | bare | handler not assisted | handler assisted | handler auto (path) | handler + diarization "
-          "| overhead vs bare | auto vs best |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    table = Table("latency", (("clip", "clip", ""), ("seconds", "s", ".1f"), ("bare", "bare", ".2f"), ("plain", "handler not assisted", ".2f"),
+                              ("assisted", "handler assisted", ".2f"), ("auto", "handler auto", ".2f"), ("auto_path", "auto's path", ""),
+                              ("diarized", "handler + diarization", ".2f"), ("overhead", "overhead vs bare", ".3f"),
+                              ("auto_vs_best", "auto vs best", ".3f")),
+                  note=[(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
+                        f"device {recognizer.device}, {recognizer.dtype}; threads {torch.get_num_threads()}"),
+                        f"models: ASR {arguments.asr_model}, assistant {arguments.assistant_model}, diarization {arguments.diarization_model}",
+                        f"runs: median of {arguments.runs} after one warm-up; seconds"])
     for name, samples in clips.items():
         data = wav_bytes(samples)
 
@@ -107,13 +111,12 @@ def main() -> None:
             "auto": median_seconds(lambda: handler_call("auto"), arguments.runs),
         }
         auto_path = handler_call("auto")["decoding"]
-        diarized = "–"
+        diarized = None
         if handler.diarization_pipeline is not None:
-            diarized = f"{median_seconds(lambda: handler_call('auto', diarize=True), arguments.runs):.2f}"
-        best = min(seconds["plain"], seconds["assisted"])
-        print(f"| {name} | {len(samples) / 16000:.1f} | {seconds['bare']:.2f} | {seconds['plain']:.2f} | {seconds['assisted']:.2f} "
-              f"| {seconds['auto']:.2f} ({auto_path}) | {diarized} | {seconds['plain'] / seconds['bare']:.3f}× "
-              f"| {seconds['auto'] / best:.3f}× |", flush=True)
+            diarized = median_seconds(lambda: handler_call("auto", diarize=True), arguments.runs)
+        table.add(clip=name, seconds=len(samples) / 16000, **seconds, auto_path=auto_path, diarized=diarized,
+                  overhead=seconds["plain"] / seconds["bare"], auto_vs_best=seconds["auto"] / min(seconds["plain"], seconds["assisted"]))
+    table.save(arguments.out)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
+
 DEV_AUDIO = ROOT.parent / "shared" / "dev-audio"
 DECODERS = ("vad", "chunked", "sequential")
 SILENCE_MARGIN_S = 0.5  # a word this close to an inserted silence's edge may be a real word's tail
@@ -221,13 +223,16 @@ def main(argv: list[str] | None = None) -> int:
             "files": per_file,
         }
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    print(_table(report))
+    table = _table(report)
+    print(table.markdown())
+    table.save(arguments.out)
     return 0
 
 
-def _table(report: dict[str, Any]) -> str:
-    rows = ["| decoder | dev WER | long WER | long s (RTF) | peak RSS MB | longest seg s (dev conv / long) | median seg s (conv) | SRT cues breaking rules | words in silence |",
-            "|---|---|---|---|---|---|---|---|---|"]
+def _table(report: dict[str, Any]) -> Table:
+    table = Table("long-form", tuple((header, header, "") for header in (
+        "decoder", "dev WER", "long WER", "long s (RTF)", "peak RSS MB", "longest seg s (dev conv / long)", "median seg s (conv)",
+        "SRT cues breaking rules", "words in silence")))
     for decoder, data in report["decoders"].items():
         files = data["files"]
         long = files["long"]
@@ -236,12 +241,11 @@ def _table(report: dict[str, Any]) -> str:
         median_conv = statistics.median([item["median_segment_s"] for item in conversations]) if conversations else 0.0
         breaking = sum(item["srt_cues_breaking_rules"] for item in files.values())
         cues = sum(item["srt_cues"] for item in files.values())
-        rows.append(
-            f"| {decoder} | {data['dev_files_wer']:.1%} | {long['wer']:.1%} | {long['seconds']:.0f} ({long['rtf']:.3f}) | "
-            f"{data['peak_rss_mb']:.0f} | {longest_conv:.1f} / {long['longest_segment_s']:.1f} | {median_conv:.1f} | "
-            f"{breaking}/{cues} | {long['words_in_inserted_silence']} |"
-        )
-    return "\n".join(rows)
+        table.rows.append(dict(zip((key for key, _, _ in table.columns), (
+            decoder, f"{data['dev_files_wer']:.1%}", f"{long['wer']:.1%}", f"{long['seconds']:.0f} ({long['rtf']:.3f})",
+            f"{data['peak_rss_mb']:.0f}", f"{longest_conv:.1f} / {long['longest_segment_s']:.1f}", f"{median_conv:.1f}",
+            f"{breaking}/{cues}", long["words_in_inserted_silence"]), strict=True)))
+    return table
 
 
 if __name__ == "__main__":

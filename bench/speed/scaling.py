@@ -1,6 +1,6 @@
 """Wall time and peak memory against audio length: 1, 5, 10 and 30 minutes by default.
 
-    python bench/speed/scaling.py --asr-model DIR/whisper-base [--minutes 1 5 10 30] [--source FILE ...]
+    python bench/speed/scaling.py --asr-model DIR/whisper-base [--minutes 1 5 10 30] [--source FILE ...] [--out bench-results/scaling]
 
 Builds each length by repeating the dev conversations (real speech throughout), then transcribes
 it in a fresh process (so peak RSS belongs to that length alone: models + audio + decoding) through
@@ -22,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.results import Table
+
 DEV_AUDIO = ROOT.parent / "shared" / "dev-audio"
 
 
@@ -63,12 +65,15 @@ def main() -> None:
     parser.add_argument("--source", type=Path, nargs="+",
                         default=[DEV_AUDIO / "conv01_standup_2spk.wav", DEV_AUDIO / "conv03_overlap_2spk.wav"])
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # internal: measure this file in this process
+    parser.add_argument("--out", type=Path, default=Path("bench-results/scaling"))
     arguments = parser.parse_args()
     if arguments.one:
         print(json.dumps(measure_one(arguments.asr_model, arguments.one)))
         return
 
     rows = {}
+    table = Table("scaling", (("audio", "audio", ""), ("seconds", "seconds", ".1f"), ("rtf", "real-time factor", ".3f"),
+                              ("peak_rss_mb", "peak RSS MB", ".0f"), ("rss_after_load_mb", "RSS after model load MB", ".0f"), ("words", "words", "")))
     with tempfile.TemporaryDirectory() as folder:
         for minutes in arguments.minutes:
             audio = Path(folder) / f"{minutes:g}min.wav"
@@ -77,15 +82,9 @@ def main() -> None:
                 [sys.executable, __file__, "--asr-model", arguments.asr_model, "--one", str(audio)],
                 capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
-            rows[minutes] = json.loads(completed.stdout.strip().splitlines()[-1])
-            row = rows[minutes]
-            print(f"{minutes:g} min: {row['seconds']:.1f} s (RTF {row['seconds'] / row['duration_s']:.3f}), "
-                  f"peak RSS {row['peak_rss_mb']:.0f} MB (after load {row['rss_after_load_mb']:.0f} MB), {row['words']} words", flush=True)
-    print("\n| audio | seconds | real-time factor | peak RSS MB | RSS after model load MB | words |")
-    print("|---|---|---|---|---|---|")
-    for minutes, row in rows.items():
-        print(f"| {minutes:g} min | {row['seconds']:.1f} | {row['seconds'] / row['duration_s']:.3f} | {row['peak_rss_mb']:.0f} "
-              f"| {row['rss_after_load_mb']:.0f} | {row['words']} |")
+            row = rows[minutes] = json.loads(completed.stdout.strip().splitlines()[-1])
+            table.add(audio=f"{minutes:g} min", rtf=row["seconds"] / row["duration_s"], **row)
+    table.save(arguments.out)
     if 5 in rows and 30 in rows:
         print(f"\n30 min / 5 min: time {rows[30]['seconds'] / rows[5]['seconds']:.2f}x (target <= 6.5), "
               f"peak RSS {rows[30]['peak_rss_mb'] / rows[5]['peak_rss_mb']:.2f}x (target <= 1.5)")

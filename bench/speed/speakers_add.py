@@ -1,6 +1,6 @@
 """What one enrolment costs: ``speaker-transcripts speakers add`` timed as a user runs it.
 
-    .venv/bin/python bench/speed/speakers_add.py [CLIP] [--repeats 3]
+    .venv/bin/python bench/speed/speakers_add.py [CLIP] [--repeats 3] [--out bench-results/speakers-add]
 
 Each run is a fresh interpreter enrolling CLIP (default ``samples/enrolment/reader-a.wav``) into a
 new library with the embedded ``pyannote-campplus``, alternating between what the command does
@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPOSITORY))
+from bench.results import Table
+
 CLIP = REPOSITORY / "samples" / "enrolment" / "reader-a.wav"
 
 CHILD = """
@@ -49,19 +52,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("clip", nargs="?", type=Path, default=CLIP)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("bench-results/speakers-add"))
     arguments = parser.parse_args(argv)
     totals: dict[str, list[float]] = {"campplus-alone": [], "whole-pipeline": []}
+    runs = Table("speakers-add-runs", (("way", "way", ""), ("run", "run", ""), ("seconds", "s in all", ".1f"), ("lines", "progress lines (s: line)", "")))
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(arguments.repeats):
             for way, seconds in totals.items():
                 lines, total = run_once(arguments.clip, way, Path(scratch) / f"{way}-{repeat}")
                 seconds.append(total)
-                print(f"{way} run {repeat + 1}: " + "; ".join(f"{at:.1f} s {line}" for at, line in lines) + f"; {total:.1f} s in all",
-                      flush=True)
+                runs.add(way=way, run=repeat + 1, seconds=total, lines="; ".join(f"{at:.1f}: {line}" for at, line in lines))
         written = {way: {path.read_bytes() for path in Path(scratch).glob(f"{way}-*/*.json")} for way in totals}
+    runs.save(arguments.out)
     alone, whole = (statistics.median(totals[way]) for way in totals)
-    print(f"median: CAM++ alone {alone:.1f} s, whole pipeline {whole:.1f} s ({whole / alone:.1f}x); "
-          f"same library file: {written['campplus-alone'] == written['whole-pipeline'] and len(written['campplus-alone']) == 1}")
+    median = Table("speakers-add", (("alone", "CAM++ alone, median s", ".1f"), ("whole", "whole pipeline, median s", ".1f"),
+                                    ("ratio", "whole / alone", ".1f"), ("same", "same library file", "")))
+    median.add(alone=alone, whole=whole, ratio=whole / alone,
+               same=written["campplus-alone"] == written["whole-pipeline"] and len(written["campplus-alone"]) == 1)
+    median.save(arguments.out)
     return 0
 
 
