@@ -650,6 +650,10 @@ WORD_ALIGNMENT_COST = 4
 # with AVX-512 BF16, fresh processes): batch 12 / 8 / 4 peaked 1,100 / 750 / 470 MB above the loaded models in
 # 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (a scratch probe; docs/performance.md, "Footprint, round eleven").
 WORD_TIMED_BATCH = 4
+# The batch a CPU decode without word times gets unless the client chose one: on a 10-min recording with speech
+# throughout, batch 24 peaked at 1.37x faster-whisper's batched pipeline, 8 at 1.15x in the same time
+# (docs/performance.md, "Memory").
+CPU_BATCH = 8
 # A beam costs about twice a batch item (bench/memory/request_cost.py, whisper-tiny.en, word timestamps:
 # 12 beams on one 30-s window peaked 1.8 GB above idle, 12 batch items of 1-s pieces 0.9 GB).
 BEAM_COST = 2
@@ -684,14 +688,15 @@ def token_budget(window_s: float) -> int | None:
     return budget if budget < WHISPER_TOKENS_PER_WINDOW - 16 else None
 
 
-def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedRequest:
+def bounded_work(config: InferenceConfig, max_batch_items: int, on_cpu: bool = False) -> ResolvedRequest:
     """Keep the sequences decoded at once (``batch_size`` x ``num_beams``) within
     ``MAX_BATCH_ITEMS``, a word-timestamp sequence counting ``WORD_ALIGNMENT_COST`` and a beam
     ``BEAM_COST``: first by
     lowering the batch (it changes speed, and on the CPU fast path a word here and there: its int8
     layers quantise a batch's rows together; the client hears of it only if it chose the batch),
     then, when beams alone exceed the bound, the beams (always with a warning: the search differs).
-    A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``.
+    A word-timed decode whose client left the batch alone gets ``WORD_TIMED_BATCH``, any other
+    ``CPU_BATCH`` ``on_cpu``.
 
     Measured with whisper-tiny.en (``bench/memory/request_cost.py``): 1-s pieces at batch 256 with word
     timestamps peaked 4.1 GB above the idle server, 1.6 GB bounded; batch 256 with word timestamps
@@ -705,8 +710,8 @@ def bounded_work(config: InferenceConfig, max_batch_items: int) -> ResolvedReque
     if beams < config.num_beams:
         warnings.append(f"num_beams {config.num_beams} was reduced to {beams} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
     batch = max(1, max_batch_items // (per_item * beams))
-    if config.return_timestamps == "word" and "batch_size" not in config.model_fields_set:
-        batch = min(batch, WORD_TIMED_BATCH)
+    if "batch_size" not in config.model_fields_set:
+        batch = min(batch, WORD_TIMED_BATCH if config.return_timestamps == "word" else CPU_BATCH if on_cpu else batch)
     if config.batch_size > batch and "batch_size" in config.model_fields_set:
         warnings.append(f"batch_size {config.batch_size} was reduced to {batch} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
     if beams == config.num_beams and config.batch_size <= batch:

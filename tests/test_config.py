@@ -293,7 +293,7 @@ def test_assisted_auto_is_the_default_with_an_assistant():
 
 
 def test_bounded_work_lowers_the_batch_first_and_the_beams_only_beyond_the_bound():
-    from speaker_transcripts.config import bounded_work
+    from speaker_transcripts.config import CPU_BATCH, WORD_TIMED_BATCH, bounded_work
 
     chosen = InferenceConfig(batch_size=256, return_timestamps="word")
     bounded = bounded_work(chosen, max_batch_items=48)
@@ -311,6 +311,12 @@ def test_bounded_work_lowers_the_batch_first_and_the_beams_only_beyond_the_bound
     assert (four_beams.config.num_beams, four_beams.config.batch_size) == (4, 6)
     segment = bounded_work(InferenceConfig(), max_batch_items=48)
     assert segment.config.batch_size == 24 and segment.warnings == []
+    on_cpu = bounded_work(InferenceConfig(), max_batch_items=48, on_cpu=True)
+    assert on_cpu.config.batch_size == CPU_BATCH and on_cpu.warnings == [], "a CPU's default batch bounds its peak, silently"
+    chosen_on_cpu = bounded_work(InferenceConfig(batch_size=24), max_batch_items=48, on_cpu=True)
+    assert chosen_on_cpu.config.batch_size == 24, "a batch the client chose stands"
+    word_on_cpu = bounded_work(InferenceConfig(return_timestamps="word"), max_batch_items=48, on_cpu=True)
+    assert word_on_cpu.config.batch_size == WORD_TIMED_BATCH
 
 
 def test_token_budget_scales_whispers_own_budget_to_the_window():

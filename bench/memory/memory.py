@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ class Stages:
 def dense_file(manifest: Path, out: Path, minutes: float) -> Path:
     """Real speech throughout, ``minutes`` long, saved as 16-kHz ``.npy`` in ``out``: the manifest's
     real recordings (AMI excerpts, dev conversations, read speech) joined back to back,
-    round and round (``DENSE_KINDS``). Every batch of 30-s windows fills, as on a meeting with no long silence."""
+    round and round (``DENSE_KINDS``); a 16-bit WAV of it beside. Every batch of 30-s windows fills, as on a meeting with no long silence."""
     from speaker_transcripts.evaluation.scoring import load_manifest
     from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
 
@@ -73,7 +74,13 @@ def dense_file(manifest: Path, out: Path, minutes: float) -> Path:
     while sum(map(len, pieces)) < minutes * 60 * SAMPLING_RATE:
         pieces.append(clips[len(pieces) % len(clips)])
     out.mkdir(parents=True, exist_ok=True)
-    np.save(out / "dense.npy", np.concatenate(pieces)[: int(minutes * 60 * SAMPLING_RATE)])
+    samples = np.concatenate(pieces)[: int(minutes * 60 * SAMPLING_RATE)]
+    np.save(out / "dense.npy", samples)
+    with wave.open(str(out / "dense.wav"), "wb") as audio:  # the same, for the CLI (docs/performance.md, "Memory")
+        audio.setnchannels(1)
+        audio.setsampwidth(2)
+        audio.setframerate(SAMPLING_RATE)
+        audio.writeframes((np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes())
     return out / "dense.npy"
 
 

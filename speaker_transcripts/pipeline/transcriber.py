@@ -195,7 +195,7 @@ class Transcriber:
             )
         # Word-level attribution needs word times even when the client asked for segments.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if config.attributes_words else config
-        bounded = bounded_work(asr_config, self.settings.max_batch_items)
+        bounded = bounded_work(asr_config, self.settings.max_batch_items, on_cpu=self.recognizer.device == "cpu")
         asr_config, warnings = bounded.config, warnings + bounded.warnings
         # Diarization runs beside ASR: on 2 CPU cores (59-s conversation, full-size embedding model)
         # 52.9 s overlapped against 59.0 s one after the other (bench/speed/diarization_overlap.py).

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pyannote.core import Annotation, Segment
 
-from speaker_transcripts.config import ModelSettings
+from speaker_transcripts.config import CPU_BATCH, ModelSettings
 from speaker_transcripts.errors import InvalidRequestError
 from speaker_transcripts.pipeline.diarization import Diarization, Turn
 from speaker_transcripts.pipeline.phrase_speakers import Checked
@@ -389,14 +389,15 @@ def test_auto_tries_both_paths_then_keeps_the_faster(handler, speech_wav, monkey
     monkeypatch.setattr(handler, "decoding_policy", DecodingPolicy(30.0))
     request = {"inputs": speech_wav, "parameters": {"language": "en", "diarize": False}}
     first, second, third = (handler(request) for _ in range(3))
-    assert (first["decoding"], second["decoding"]) == ("assisted", "batched (batch_size 24)")
+    batched = f"batched (batch_size {CPU_BATCH})"  # the CPU's default batch (config.CPU_BATCH)
+    assert (first["decoding"], second["decoding"]) == ("assisted", batched)
     rates = handler.decoding_policy.snapshot()
-    faster = "assisted" if rates["assisted"] < rates["batched"] else "batched (batch_size 24)"
+    faster = "assisted" if rates["assisted"] < rates["batched"] else batched
     assert third["decoding"] == faster and first["warnings"] == [], "auto lowers batch_size without a warning"
     assert first["text"] == second["text"] == third["text"], "assisted decoding is token-identical to greedy"
 
     monkeypatch.setattr(handler, "decoding_policy", DecodingPolicy(2.0))  # the clip is 2.8 s: beyond the regime
-    assert handler(request)["decoding"] == "batched (batch_size 24)"
+    assert handler(request)["decoding"] == batched
     forced = handler({**request, "parameters": {**request["parameters"], "assisted": True}})
     assert forced["decoding"] == "assisted"
 
