@@ -2,10 +2,10 @@
 
     python bench/speed/http_throughput.py --asr-model DIR [--audio FILE] [--requests 40] [--concurrency 1 8] [--out bench-results/http-throughput]
 
-Starts ``uvicorn speaker_transcripts.server.app:app`` in a subprocess with ``ASR_MODEL=DIR`` (OMP_WAIT_POLICY=PASSIVE, so
-the client threads don't make the server's spinning OpenMP threads fight them), waits for
-``/ready``, then for each concurrency level posts the same audio ``--requests`` times over
-``POST /`` (base64 JSON) and reports requests/s and latency percentiles. The server runs one
+Starts ``speaker-transcripts serve`` with ``ASR_MODEL=DIR`` as the probe does (``bench/probes/server.py``;
+the package sets OMP_WAIT_POLICY=PASSIVE, so the client threads don't make the server's OpenMP threads
+fight them), then for each concurrency level posts the same audio ``--requests`` times over ``POST /``
+(base64 JSON) and reports requests/s and latency percentiles. The server runs one
 inference at a time (the models are shared), so more clients add queueing, not throughput: the
 point is that throughput holds and nothing fails.
 """
@@ -17,7 +17,6 @@ import base64
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.probes.server import Server
 from bench.results import Table
 
 
@@ -34,25 +34,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def start_server(asr_model: str, port: int, max_queue: int) -> subprocess.Popen:
-    env = {**os.environ, "ASR_MODEL": asr_model, "MAX_QUEUE": str(max_queue), "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "speaker_transcripts.server.app:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit("the server exited during start-up")
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).raise_for_status()
-            return server
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    server.kill()
-    raise SystemExit("the server did not become ready in 300 s")
 
 
 def run_level(url: str, body: dict, requests: int, concurrency: int) -> dict[str, float]:
@@ -87,9 +68,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/http-throughput"))
     arguments = parser.parse_args()
 
-    port = free_port()
-    server = start_server(arguments.asr_model, port, max_queue=max(arguments.concurrency))
-    url = f"http://127.0.0.1:{port}/"
+    # ``speaker-transcripts serve`` as the probe runs it, on the documented defaults but the queue (no key, speakers on)
+    server = Server(arguments.asr_model, free_port(), API_KEY="", DIARIZATION_MODEL="", MAX_UPLOAD_MB="", MAX_AUDIO_SECONDS="",
+                    REQUEST_TIMEOUT_S="", MAX_CONNECTIONS="", WRITE_TIMEOUT_S="", MAX_QUEUE=str(max(arguments.concurrency)))
+    url = server.url + "/"
     body = {"inputs": base64.b64encode(arguments.audio.read_bytes()).decode(), "parameters": {"language": "en"}}
     try:
         httpx.post(url, json=body, timeout=600).raise_for_status()  # warm-up
@@ -101,8 +83,7 @@ def main() -> None:
             table.add(**run_level(url, body, arguments.requests, concurrency))
         table.save(arguments.out)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.close()
 
 
 if __name__ == "__main__":
