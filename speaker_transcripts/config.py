@@ -651,7 +651,7 @@ WORD_ALIGNMENT_COST = 4
 # 20.6 / 17.5-18.3 / 18.4 s, so 4 costs no time there (a scratch probe; docs/performance.md, "Footprint, round eleven").
 WORD_TIMED_BATCH = 4
 # The batch a CPU decode without word times gets unless the client chose one: on a 10-min recording with speech
-# throughout, batch 24 peaked at 1.37x faster-whisper's batched pipeline, 8 at 1.15x in the same time
+# throughout, batch 24 peaked at 1.37x faster-whisper's batched pipeline, 8 at 1.18x in the same time
 # (docs/performance.md, "Memory").
 CPU_BATCH = 8
 # A beam costs about twice a batch item (bench/memory/request_cost.py, whisper-tiny.en, word timestamps:
