@@ -51,7 +51,7 @@ class Report:
 
     def table(self, title: str, columns: tuple[str, ...], rows: list[tuple], failures: list[str] = ()) -> None:
         name = re.sub(r"[^a-z0-9]+", "-", title.lower().split(" (")[0]).strip("-")
-        table = Table(name, tuple((column, column, "") for column in columns), title=title)
+        table = Table.of_headers(name, columns, title=title)
         table.rows = [dict(zip(columns, row, strict=True)) for row in rows]
         self.tables.append(table)
         self.failures += failures

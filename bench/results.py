@@ -35,6 +35,15 @@ class Table:
     note: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
 
+    @classmethod
+    def of_headers(cls, name: str, headers: tuple[str, ...], title: str = "") -> Table:
+        """A table of cells already written out: each column keyed and headed by its header."""
+        return cls(name, tuple((header, header, "") for header in headers), title=title)
+
+    def add_cells(self, *cells: Any) -> None:
+        """``add`` a row given as one cell per column, in the columns' order."""
+        self.add(**dict(zip((key for key, _, _ in self.columns), cells, strict=True)))
+
     def add(self, **row: Any) -> None:
         """Keep ``row`` and print it (the header first, before the first row)."""
         if not self.rows:

@@ -710,8 +710,10 @@ def bounded_work(config: InferenceConfig, max_batch_items: int, on_cpu: bool = F
     if beams < config.num_beams:
         warnings.append(f"num_beams {config.num_beams} was reduced to {beams} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
     batch = max(1, max_batch_items // (per_item * beams))
-    if "batch_size" not in config.model_fields_set:
-        batch = min(batch, WORD_TIMED_BATCH if config.return_timestamps == "word" else CPU_BATCH if on_cpu else batch)
+    if "batch_size" not in config.model_fields_set and config.return_timestamps == "word":
+        batch = min(batch, WORD_TIMED_BATCH)
+    elif "batch_size" not in config.model_fields_set and on_cpu:
+        batch = min(batch, CPU_BATCH)
     if config.batch_size > batch and "batch_size" in config.model_fields_set:
         warnings.append(f"batch_size {config.batch_size} was reduced to {batch} to bound memory (MAX_BATCH_ITEMS={max_batch_items})")
     if beams == config.num_beams and config.batch_size <= batch:

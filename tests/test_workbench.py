@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from documentation import ROOT
 
 sys.path.insert(0, str(ROOT))
@@ -23,6 +24,14 @@ def test_a_table_prints_each_row_as_it_comes_and_saves_the_same_rows_as_json_and
     assert saved["rows"] == [{"system": "ours", "seconds": 1.234, "note": "a | b\nc"}, {"system": "theirs", "seconds": None}]
     assert saved["command"].startswith(Path(sys.executable).name), "the command that made the figures"
     assert (tmp_path / "speed.md").read_text() == first + "| theirs | - | - |\n"
+
+
+def test_a_table_of_cells_already_written_keys_them_by_header_and_wants_one_per_column(capsys):
+    table = Table.of_headers("written", ("system", "WER"))
+    table.add_cells("ours", "7.5 %")
+    assert table.rows == [{"system": "ours", "WER": "7.5 %"}] and capsys.readouterr().out.endswith("| ours | 7.5 % |\n")
+    with pytest.raises(ValueError):
+        table.add_cells("theirs")
 
 
 def test_every_script_prints_its_tables_through_the_shared_table():

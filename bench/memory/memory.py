@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import time
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +66,7 @@ def dense_file(manifest: Path, out: Path, minutes: float) -> Path:
     round and round (``DENSE_KINDS``); a 16-bit WAV of it beside. Every batch of 30-s windows fills, as on a meeting with no long silence."""
     from speaker_transcripts.evaluation.scoring import load_manifest
     from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32, decode_file
+    from tests.audio_files import pcm_wav
 
     entries = [entry for entry in load_manifest(manifest) if entry.kind in DENSE_KINDS]
     clips = [as_float32(decode_file(entry.audio.read_bytes()).samples) for entry in entries]
@@ -76,11 +76,7 @@ def dense_file(manifest: Path, out: Path, minutes: float) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     samples = np.concatenate(pieces)[: int(minutes * 60 * SAMPLING_RATE)]
     np.save(out / "dense.npy", samples)
-    with wave.open(str(out / "dense.wav"), "wb") as audio:  # the same, for the CLI (docs/performance.md, "Memory")
-        audio.setnchannels(1)
-        audio.setsampwidth(2)
-        audio.setframerate(SAMPLING_RATE)
-        audio.writeframes((np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes())
+    (out / "dense.wav").write_bytes(pcm_wav(samples))  # the same, for the CLI (docs/performance.md, "Memory")
     return out / "dense.npy"
 
 

@@ -292,9 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         report["decoders"][decoder] = {"dev_files_wer": dev_total.rate if dev_total else None, "files": per_file}
     arguments.out.mkdir(parents=True, exist_ok=True)
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    table = _table(report)
-    print(table.markdown())
-    table.save(arguments.out)
+    _table(report).save(arguments.out)  # printed a row at a time
     print()
     print(_repetitions(report))
     return 0
@@ -305,9 +303,9 @@ def _by_kind(files: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 
 def _table(report: dict[str, Any]) -> Table:
-    table = Table("repetition", tuple((header, header, "") for header in (
+    table = Table.of_headers("repetition", (
         "decoder", "dev WER", "long WER", "dev s", "long s", "meetings s", "6-word runs (dev / long / meetings)",
-        "repeated sentences (dev / long / meetings)", "pieces decoded again (dev / long / meetings)")))
+        "repeated sentences (dev / long / meetings)", "pieces decoded again (dev / long / meetings)"))
     for decoder, data in report["decoders"].items():
         files = data["files"]
 
@@ -332,7 +330,7 @@ def _table(report: dict[str, Any]) -> Table:
             " / ".join(total("repeated_sentences", kind) for kind in ("dev", "long", "meetings")),
             " / ".join(total("decoded_again", kind) for kind in ("dev", "long", "meetings")),
         ]
-        table.rows.append(dict(zip((key for key, _, _ in table.columns), cells, strict=True)))
+        table.add_cells(*cells)
     return table
 
 

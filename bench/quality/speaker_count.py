@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             counted = len({chunk["speaker"] for chunk in answer["chunks"] if chunk["timestamp"][0] < SCORED_SECONDS and chunk.get("speaker")})
             warned = any(COUNT_ADVICE in warning for warning in answer["warnings"])
             timeline = [Turn(turn["speaker"], turn["start"], turn["end"]) for turn in answer["diarization"]]
-            der = ders[group, way].add(entry.turns, timeline, SCORED_SECONDS)["der"] if entry.turns else float("nan")
+            der = ders[group, way].add(entry.turns, timeline, SCORED_SECONDS)["der"] if entry.turns else None
             counts = score(answer["chunks"], entry.turns)
             total = totals[group, way]
             for name, value in counts.items():
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 nearest[group, way, counted == reference].append(distance)
             files.add(file=entry.name, way=way, speakers=f"{counted}/{reference}", right=counted == reference, warned=warned,
                       turn_ends=f"{counts['ends right']}/{counts['ends']}", words=f"{counts['words right']}/{counts['words']}",
-                      der=None if np.isnan(der) else der, closest=distance, spread=spreads[-1] if spreads else None, seconds=seconds)
+                      der=der, closest=distance, spread=spreads[-1] if spreads else None, seconds=seconds)
     files.save(arguments.out)
     groups = Table("speaker-count", (("group", "group", ""), ("way", "way", ""), ("count_right", "count right", ""),
                                      ("wrong_warned", "wrong counts warned", ""), ("right_warned", "right counts warned", ""),

@@ -250,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             "files": per_file,
         }
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    table = _table(report)
-    print(table.markdown())
-    table.save(arguments.out)
+    _table(report).save(arguments.out)  # printed a row at a time
     return 0
 
 
@@ -266,18 +264,18 @@ def _openmp_environment(policy: str) -> dict[str, str]:
 
 
 def _table(report: dict[str, Any]) -> Table:
-    table = Table("cpu-speed", tuple((header, header, "") for header in (
+    table = Table.of_headers("cpu-speed", (
         "system", "dev WER", "short clip RTF", "1-min RTF (s)", "10-min RTF (s)", "10-min WER", "peak RSS MB",
-        "diarization / ASR+words s (1 min)")))
+        "diarization / ASR+words s (1 min)"))
     for system, data in report["systems"].items():
         files = data["files"]
         short, conversation, long = files.get(SHORT_CLIP), files.get(CONVERSATION), files.get("long")
         parts = (f"{conversation['diarization_s']:.1f} / {conversation['asr_words_s']:.1f}"
                  if conversation and "diarization_s" in conversation else "")
         dev_wer = "" if data["dev_wer"] is None else f"{data['dev_wer']:.1%}"
-        table.rows.append(dict(zip((key for key, _, _ in table.columns), (
+        table.add_cells(
             system, dev_wer, f"{short['rtf']:.3f}", f"{conversation['rtf']:.3f} ({conversation['seconds']:.1f})",
-            f"{long['rtf']:.3f} ({long['seconds']:.0f})", f"{long['wer']:.1%}", f"{data['peak_rss_mb']:.0f}", parts), strict=True)))
+            f"{long['rtf']:.3f} ({long['seconds']:.0f})", f"{long['wer']:.1%}", f"{data['peak_rss_mb']:.0f}", parts)
     return table
 
 

@@ -223,16 +223,14 @@ def main(argv: list[str] | None = None) -> int:
             "files": per_file,
         }
     (arguments.out / "results.json").write_text(json.dumps(report, indent=2))
-    table = _table(report)
-    print(table.markdown())
-    table.save(arguments.out)
+    _table(report).save(arguments.out)  # printed a row at a time
     return 0
 
 
 def _table(report: dict[str, Any]) -> Table:
-    table = Table("long-form", tuple((header, header, "") for header in (
+    table = Table.of_headers("long-form", (
         "decoder", "dev WER", "long WER", "long s (RTF)", "peak RSS MB", "longest seg s (dev conv / long)", "median seg s (conv)",
-        "SRT cues breaking rules", "words in silence")))
+        "SRT cues breaking rules", "words in silence"))
     for decoder, data in report["decoders"].items():
         files = data["files"]
         long = files["long"]
@@ -241,10 +239,10 @@ def _table(report: dict[str, Any]) -> Table:
         median_conv = statistics.median([item["median_segment_s"] for item in conversations]) if conversations else 0.0
         breaking = sum(item["srt_cues_breaking_rules"] for item in files.values())
         cues = sum(item["srt_cues"] for item in files.values())
-        table.rows.append(dict(zip((key for key, _, _ in table.columns), (
+        table.add_cells(
             decoder, f"{data['dev_files_wer']:.1%}", f"{long['wer']:.1%}", f"{long['seconds']:.0f} ({long['rtf']:.3f})",
             f"{data['peak_rss_mb']:.0f}", f"{longest_conv:.1f} / {long['longest_segment_s']:.1f}", f"{median_conv:.1f}",
-            f"{breaking}/{cues}", long["words_in_inserted_silence"]), strict=True)))
+            f"{breaking}/{cues}", long["words_in_inserted_silence"])
     return table
 
 

@@ -119,8 +119,8 @@ class LiveDiarizer:
             frames = activity.shape[0]
             if self._frame_s is None:
                 self._frame_s = self.settings.window_s / frames
-            unlabelled: list[str | None] = [None] * activity.shape[1]
-            labels = self._labels(waveform, activity) if on_grid else self._clustered(waveform, activity, unlabelled, learn=False)
+            labels = (self._labels(waveform, activity) if on_grid  # off the grid: learnt from nothing, teaching nothing
+                      else self._clustered(waveform, activity, [None] * activity.shape[1], learn=False))
         first = round(start / self.sampling_rate / self._frame_s)
         self._grow(first + frames)
         offset = first - self._start_frame
