@@ -129,12 +129,14 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
 
         session.diarizer.advance = recorded
     completed: list[str] = []
+    deltas: list[str] = []
     backlog_peak = 0.0
 
     def note(events: list[Any], now: float) -> None:
         for event in events:
             if isinstance(event, TranscriptDelta):
                 latencies.extend(now - end for end in event.ends)
+                deltas.append(event.delta)
             elif isinstance(event, TranscriptSegment):
                 segments.append(event)
                 speaker_latencies.extend(now - end for end in event.ends)
@@ -169,7 +171,7 @@ def stream(session: Any, samples: np.ndarray, speed: float, shed: bool = True, a
         note(events, (time.monotonic() - started) * speed)
     note(session.close(), fed / 16000 if audio_clock else (time.monotonic() - started) * speed)
     return {"latencies": latencies, "speaker_latencies": speaker_latencies, "segments": segments, "timeline": timeline,
-            "completed": completed, "backlog_peak_s": backlog_peak,
+            "completed": completed, "deltas": deltas, "backlog_peak_s": backlog_peak,
             "wall_s": time.monotonic() - started, "behind_reports": sum(report.behind for report in reports)}
 
 
@@ -293,22 +295,20 @@ def percentiles(name: str, values: list[float]) -> dict[str, float | None]:
 
 
 def _errors_row(chosen: list[Any], results: list[dict[str, Any]], file_path: dict[Path, Any]) -> dict[str, Any]:
-    """Final WER of the live turns and of the file path, pooled over the entries with text."""
+    """WER of the live turns' final text, of their deltas (the interim text) and of the file path, pooled over the entries with text."""
     from speaker_transcripts.evaluation.scoring import english_normaliser, word_errors, words_of
 
     normalise = english_normaliser()
-    live_errors = file_errors = None
+    pooled: dict[str, Any] = {}
     for entry, result in zip(chosen, results, strict=True):
         if not entry.text:
             continue
         reference = words_of(entry.text, normalise)
-        live = word_errors(reference, words_of(" ".join(result["completed"]), normalise))
-        whole = word_errors(reference, words_of(file_path[entry.audio]["text"], normalise))
-        live_errors = live if live_errors is None else live_errors + live
-        file_errors = whole if file_errors is None else file_errors + whole
-    if live_errors is None or file_errors is None:
-        return {}
-    return {"live_wer": round(live_errors.rate, 4), "file_wer": round(file_errors.rate, 4)}
+        for name, text in (("live_wer", " ".join(result["completed"])), ("delta_wer", " ".join(result["deltas"])),
+                           ("file_wer", file_path[entry.audio]["text"])):
+            errors = word_errors(reference, words_of(text, normalise))
+            pooled[name] = errors if name not in pooled else pooled[name] + errors
+    return {name: round(errors.rate, 4) for name, errors in pooled.items()}
 
 
 def _attribution_row(chosen: list[Any], results: list[dict[str, Any]], file_path: dict[Path, Any]) -> dict[str, Any]:

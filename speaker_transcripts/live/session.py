@@ -316,7 +316,7 @@ class LiveSession:
         if not stopped or not self.config.lookahead_s or self.shedding or not self.alone:
             return events + self._settle_all() + self._settle(item, item.agreement, lookahead=False)
         speech_since = self.last_speech > item.last_decoded  # the last interim decode may have missed the last words
-        heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False)
+        heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False, prefix=self._sent_text(item))
         self.settling.append(item)
         return events + self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
 
@@ -369,7 +369,8 @@ class LiveSession:
         step = SHED_STEP_S if self.shedding else MIN_STEP_S
         due = item is not None and self.audio.end - item.last_decoded >= step * SAMPLING_RATE
         decoding = item is not None and due and self.last_speech > item.buffer_start
-        heard = self._decode_and_diarize(item.buffer_start if decoding else None, self.audio.end, final=False)  # type: ignore[union-attr]
+        heard = self._decode_and_diarize(item.buffer_start if decoding else None, self.audio.end, final=False,  # type: ignore[union-attr]
+                                         prefix=self._sent_text(item) if decoding else "")
         if item is None:
             return []
         events: list[LiveEvent] = []
@@ -379,12 +380,14 @@ class LiveSession:
             events += self._cut(item)
         return events + self._segments(item, self.audio.end, final=False)
 
-    def _decode_and_diarize(self, start: int | None, end: int, final: bool, window_s: float = FINAL_WINDOW_S) -> list[Chunk]:
+    def _decode_and_diarize(self, start: int | None, end: int, final: bool, window_s: float = FINAL_WINDOW_S,
+                            prefix: str = "") -> list[Chunk]:
         """With the models held: Whisper's words for ``[start, end)`` (None: no decode), while the
         diarizer catches up to ``end`` beside it, on the other core (as file requests run them). A
         decode never waits for the diarizer: a step still running is left to finish and the next one
         starts after it. ``final``: the timeline up to ``end`` becomes final with the windows there
-        are, and that is waited for (the turn's last segments need it); ``window_s``: a final decode's shortest encoder window."""
+        are, and that is waited for (the turn's last segments need it); ``window_s``: a final decode's shortest encoder window;
+        ``prefix``: the text sent from ``start`` on (``_decode``)."""
         with self.models.exclusive():
             if self.diarizer is not None:
                 if final:
@@ -392,7 +395,7 @@ class LiveSession:
                 if self._diarizer_done(wait=False):
                     self._catching_up = self.models.beside.submit(self.diarizer.advance, self.audio.read, end, final)
             try:
-                return self._decode(start, end, final, window_s) if start is not None else []
+                return self._decode(start, end, final, window_s, prefix) if start is not None else []
             finally:
                 if final:
                     self._diarizer_done(wait=True)
@@ -409,11 +412,13 @@ class LiveSession:
         running.result()
         return True
 
-    def _decode(self, start: int, end: int, final: bool, window_s: float = FINAL_WINDOW_S) -> list[Chunk]:
+    def _decode(self, start: int, end: int, final: bool, window_s: float = FINAL_WINDOW_S, prefix: str = "") -> list[Chunk]:
         """Whisper's words for the session's samples ``[start, end)``, on the session's clock. The
         encoder reads the buffer and a margin, not 30 s (a final decode: at least ``window_s``), and the token budget is the buffer's
         (``asr.token_budget``): a looping decode stops within a second's worth of tokens. An interim
-        hypothesis that loops is dropped (the next decode hears more); a final one is decoded again."""
+        hypothesis that loops is dropped (the next decode hears more); a final one is decoded again. An interim decode
+        continues the words sent from ``start`` on (``prefix``, SimulStreaming's forced decoding): they cannot change,
+        and were most of its decoder steps (``pipeline/forced_prefix.py``)."""
         samples = self.audio.read(start, end)
         if len(samples) < WINDOW:
             return []
@@ -422,11 +427,20 @@ class LiveSession:
                                  chunk_length_s=min(max(math.ceil(seconds), 1), BUDGETED_S))
         transcript = self.models.recognizer.transcribe(  # the caller holds the models (_decode_and_diarize)
             samples, config, seconds, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop,
-            shortest_window_s=window_s if final else SHORTEST_S, retry_loops=final,
+            shortest_window_s=window_s if final else SHORTEST_S, retry_loops=final, prefix=prefix,
         )
         self.language = self.language or transcript.language
         offset = start / SAMPLING_RATE
         return [Chunk(word.text, word.start + offset, word.end + offset) for word in transcript.chunks]
+
+    @staticmethod
+    def _sent_from_buffer(item: _Item) -> list[Chunk]:
+        """The words sent from the open turn's buffer (a cut starts it at the sample where a word ends: not that one)."""
+        return [word for word in item.words if int(word.end * SAMPLING_RATE) > item.buffer_start]
+
+    def _sent_text(self, item: _Item) -> str:
+        """The words sent from the open turn's buffer, as Whisper wrote them."""
+        return "".join(word.text for word in self._sent_from_buffer(item))
 
     def _prompt(self, start: int) -> str | None:
         """The client's prompt, then the last final words heard before ``start``."""
@@ -451,7 +465,7 @@ class LiveSession:
         speaker change the final timeline sees, a buffer grown too long); the stretch cut off is decoded
         once more, whole, for its final words."""
         events: list[LiveEvent] = []
-        inside = [word for word in item.words if word.end * SAMPLING_RATE > item.buffer_start]
+        inside = self._sent_from_buffer(item)
         seconds = cut_point(inside, self._timeline_speakers(inside), item.buffer_start / SAMPLING_RATE, self.audio.end / SAMPLING_RATE,
                             self.diarizer.horizon if self.diarizer is not None else 0.0)
         if seconds is None and self.audio.end - item.buffer_start > MAX_BUFFER_S * SAMPLING_RATE:

@@ -41,6 +41,7 @@ from speaker_transcripts.models.cpu_fast_path import bfloat16_supported, encoder
 from speaker_transcripts.models.encoder_window import encoder_window, window_frames
 from speaker_transcripts.pipeline.audio import SAMPLING_RATE, as_float32
 from speaker_transcripts.pipeline.cpu_threads import torch_threads, within_threads
+from speaker_transcripts.pipeline.forced_prefix import forced_prefix
 from speaker_transcripts.pipeline.long_form import Piece, on_file_clock
 from speaker_transcripts.pipeline.loop_ending import EndLoops
 from speaker_transcripts.pipeline.piece_ending import FinishEachPiece
@@ -282,6 +283,7 @@ class SpeechRecognizer:
         should_stop: Callable[[], bool] | None = None,
         shortest_window_s: float | None = None,
         retry_loops: bool = True,
+        prefix: str = "",
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
 
@@ -296,11 +298,19 @@ class SpeechRecognizer:
         seconds, not 30 s (``models/encoder_window.py``; a live session's decodes of a few seconds). Without
         ``retry_loops`` a piece whose text loops gives no words instead of being decoded again (a live
         session's interim decode: the next one hears more and is as soon; four more decodes of a
-        looping second cost it 10-14 s on 2 cores).
+        looping second cost it 10-14 s on 2 cores). ``prefix``: text Whisper said already at the start of
+        the audio (a live session's words sent), given as the start of its answer and returned with it, timed
+        anew (``forced_prefix.py``); the token budget counts it.
         """
         with torch_threads(self.loop_threads):
             options, language = self._decoding_options(samples, config, pieces)
+            prefix_tokens = self.processor.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+            if prefix_tokens:
+                generate_kwargs = options["generate_kwargs"]
+                if "max_new_tokens" in generate_kwargs:  # the prefix and its opening timestamp are of the budget
+                    generate_kwargs["max_new_tokens"] = max(generate_kwargs["max_new_tokens"] - len(prefix_tokens) - 1, MIN_NEW_TOKENS)
             with (
+                forced_prefix(self.model, prefix_tokens),
                 torch.inference_mode(),
                 self._attention_restored(),
                 self._stoppable(should_stop),
@@ -617,6 +627,8 @@ class SpeechRecognizer:
             self.model.config._attn_implementation = implementation
 
 
+# A decode continuing a forced prefix may write at least this many tokens, however long the prefix.
+MIN_NEW_TOKENS = 16
 # Whisper's own temperature fallback after greedy decoding (transcribe.py: 0.0, 0.2, ..., 1.0), cut to the
 # first three steps: each is one more decode of the piece.
 FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6)

@@ -114,23 +114,43 @@ def test_a_final_decode_that_hears_what_follows_reads_the_whole_window_while_the
     assert windows == [live.LOOKAHEAD_WINDOW_S if alone else live.FINAL_WINDOW_S] * 2
 
 
-def marked_decodes(monkeypatch) -> list[list]:
+def marked_decodes(monkeypatch, prefixes: list | None = None) -> list[list]:
     """Whisper stood in for by a word every 0.3 s of the buffer (a sentence every ten): the same words in every
-    interim decode (so they agree), ``finalN`` in a final decode; the words of the final decodes, in order."""
+    interim decode (so they agree), ``finalN`` in a final decode; the words of the final decodes, in order.
+    ``prefixes``: each decode's (final, prefix given, the text of the words sent so far that start in the audio it hears)."""
     from speaker_transcripts.pipeline.transcript import Chunk
 
     finals: list[list[Chunk]] = []
 
-    def decode(self, start, end, final, window_s=live.FINAL_WINDOW_S):
+    def decode(self, start, end, final, window_s=live.FINAL_WINDOW_S, prefix=""):
         kind = "final" if final else "interim"
         times = np.arange(start / RATE, end / RATE - 0.25, 0.3)
         words = [Chunk(f" {kind}{index}{'.' if index % 10 == 9 else ''}", at, at + 0.25) for index, at in enumerate(times)]
         if final:
             finals.append(words)
+        if prefixes is not None:
+            sent = self.item.words if self.item is not None else []
+            prefixes.append((final, prefix, "".join(word.text for word in sent if word.start >= start / RATE)))
         return words
 
     monkeypatch.setattr(LiveSession, "_decode", decode)
     return finals
+
+
+def test_an_interim_decode_continues_the_words_sent_from_its_buffer(live_handler, speech_wav, monkeypatch):
+    """Each interim decode is given the words already sent from the audio it hears (Whisper goes on from them:
+    ``pipeline/forced_prefix.py``); a final decode none."""
+    decodes: list[tuple[bool, str, str]] = []
+    marked_decodes(monkeypatch, decodes)
+    speech = as_float32(decode_file(speech_wav).samples)
+    session = LiveSession(live_handler, LiveConfig(language="en", turn_detection=None))
+    events = stream(session, np.tile(speech, int(np.ceil(20 * RATE / len(speech))))) + session.commit()
+    interim = [(prefix, sent) for final, prefix, sent in decodes if not final]
+    assert all(prefix == sent for prefix, sent in interim)
+    assert sum(bool(prefix) for prefix, _ in interim) > len(interim) / 2
+    assert not any(prefix for final, prefix, _ in decodes if final)
+    deltas = "".join(event.delta for event in events if isinstance(event, TranscriptDelta))
+    assert all(prefix.strip() in deltas for prefix, _ in interim)
 
 
 def test_a_long_turns_stretches_cut_off_the_buffer_are_each_decoded_whole_for_their_final_text(live_handler, speech_wav, monkeypatch):

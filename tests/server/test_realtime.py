@@ -768,7 +768,7 @@ def words_every(step_s: float, past_end_s: float = 0.0):
     from speaker_transcripts.live.session import LiveSession
     from speaker_transcripts.pipeline.transcript import Chunk
 
-    def decode(self, start, end, final, window_s=None):
+    def decode(self, start, end, final, window_s=None, prefix=""):
         shift = past_end_s if final else 0.0
         times = np.arange(start / 16000, end / 16000 - 0.25, step_s)
         return [Chunk(f" word{index}{'.' if index % 10 == 9 else ''}", at + shift, at + 0.25 + shift) for index, at in enumerate(times)]
