@@ -43,7 +43,7 @@ class LagWatch:
         if self.reported is None:
             if lag_s <= self.behind_s:
                 return None
-        elif lag_s < self.caught_up_s:
+        elif round(lag_s, 1) < self.caught_up_s:  # as reported: 1.46 s is not "1.5 s, caught up"
             self.reported = None
             return Backlog(round(lag_s, 1), behind=False)
         elif abs(lag_s - self.reported) < self.report_step_s:

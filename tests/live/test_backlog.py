@@ -35,3 +35,11 @@ def test_interim_decodes_are_shed_from_a_lag_too_small_to_report_until_it_is_cau
         assert watch.observe(lag) is None  # never reported: under BEHIND_S
         shed.append(watch.shedding)
     assert shed == [False, False, True, True, True, False, False]
+
+
+def test_caught_up_is_said_with_a_lag_under_the_threshold_as_reported():
+    """A lag of 1.46 s would read "1.5 s, caught up" once rounded: it is still behind until it reads under 1.5."""
+    watch = LagWatch()
+    assert watch.observe(5.0) == Backlog(5.0, True)
+    assert watch.observe(1.46) == Backlog(1.5, True)  # moved by 2 s or more: said, still behind
+    assert watch.observe(1.44) == Backlog(1.4, False) and not watch.behind
