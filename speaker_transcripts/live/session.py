@@ -316,7 +316,8 @@ class LiveSession:
         if not stopped or not self.config.lookahead_s or self.shedding or not self.alone:
             return events + self._settle_all() + self._settle(item, item.agreement, lookahead=False)
         speech_since = self.last_speech > item.last_decoded  # the last interim decode may have missed the last words
-        heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False, prefix=self._sent_text(item))
+        heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False,
+                                         prefix=self._sent_text(item) if speech_since else "")
         self.settling.append(item)
         return events + self._deliver(item, item.agreement.update(heard) + item.agreement.flush())
 
