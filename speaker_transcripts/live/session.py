@@ -91,6 +91,11 @@ LOOKAHEAD_WINDOW_S = 30.0
 # turn stopped, after that turn's own last words went out), but no longer than this after the turn's end.
 # Turns shorter than the lookahead stop before the one before them has all of it: several turns may wait.
 SETTLE_WITHIN_S = 8.0
+# A session's first turn can end before the live diarizer has heard enough of anyone to found a speaker
+# (``ClusteringSettings.min_new_speech``: a 0.6-s "They were..." opening a quick exchange); its words then had no
+# voice to go to and were sent as UNKNOWN. A stopped turn waits for the first voice instead, up to this much
+# final timeline after its end (then UNKNOWN is the truth), unless the client commits it or the session ends.
+VOICE_WAIT_S = 10.0
 
 
 class LiveModels(Protocol):
@@ -217,6 +222,7 @@ class LiveSession:
         self.windows = 0  # windows Silero has scored
         self.item: _Item | None = None
         self.settling: deque[_Item] = deque()  # stopped turns waiting for lookahead_s of audio (and a pause) before their final decode
+        self.unvoiced: deque[tuple[_Item, int]] = deque()  # decoded turns (and where each stopped) waiting for a voice (VOICE_WAIT_S)
         self.previous_item_id: str | None = None
         self.language = config.language
         self.context: deque[Chunk] = deque(maxlen=64)  # recent final words, for the prompt
@@ -263,7 +269,7 @@ class LiveSession:
                     events += self._close(boundary.sample, stopped=True)
         elif self.item is None and len(samples):
             events += self._open(first, announced=False)
-        events += self._step()
+        events += self._completions(force=False) + self._step()  # the turns waiting for a voice first: the diarizer is between steps
         while self.settling and self.audio.end >= self.settling[0].end + self.config.lookahead_s * SAMPLING_RATE and (
                 self.item is None or self.audio.end >= self.settling[0].end + SETTLE_WITHIN_S * SAMPLING_RATE):
             events += self._settle(self.settling.popleft())  # in a pause, after the open turn's words: what is being said first
@@ -275,7 +281,7 @@ class LiveSession:
         if self.item is None or self.audio.end - self.item.start < MIN_COMMIT_S * SAMPLING_RATE:
             raise NothingToCommit(
                 f"the input audio buffer holds less than {MIN_COMMIT_S * 1000:g} ms of audio since the last commit; nothing to commit",
-                self._settle_all(),
+                self._settle_all() + self._completions(force=True),
             )
         if self.turns is not None:
             self.turns.force_stop(self.audio.end)
@@ -290,7 +296,7 @@ class LiveSession:
 
     def close(self) -> list[LiveEvent]:
         """The end of the session: turns not final yet are finished with what was heard."""
-        return self._close(self.audio.end, stopped=False) if self.item is not None else self._settle_all()
+        return self._close(self.audio.end, stopped=False) if self.item is not None else self._settle_all() + self._completions(force=True)
 
     def _open(self, sample: int, announced: bool) -> list[LiveEvent]:
         item = _Item(id=self.new_id("item"), start=sample, buffer_start=sample, last_decoded=sample)
@@ -314,7 +320,8 @@ class LiveSession:
         item.end = end
         self.previous_item_id, self.item = item.id, None
         if not stopped or not self.config.lookahead_s or self.shedding or not self.alone:
-            return events + self._settle_all() + self._settle(item, item.agreement, lookahead=False)
+            events += self._settle_all() + self._settle(item, item.agreement, lookahead=False)
+            return events + self._completions(force=not stopped)  # the client's commit, or the session's end: final now
         speech_since = self.last_speech > item.last_decoded  # the last interim decode may have missed the last words
         heard = self._decode_and_diarize(item.buffer_start if speech_since else None, end, final=False,
                                          prefix=self._sent_text(item) if speech_since else "")
@@ -331,8 +338,8 @@ class LiveSession:
     def _settle(self, item: _Item, agreement: LocalAgreement | None = None, lookahead: bool = True) -> list[LiveEvent]:
         """A stopped turn's final decode, over its audio and (``lookahead``) what came after it (up to
         ``lookahead_s``, in Whisper's whole window: ``LOOKAHEAD_WINDOW_S``), keeping the words that belong
-        before the next turn (``said_before``); its segments and
-        ``completed``. ``agreement``: the turn's words heard but not sent yet go out as deltas first; a
+        before the next turn (``said_before``); its segments and ``completed`` as soon as a voice can label them
+        (``_completions``). ``agreement``: the turn's words heard but not sent yet go out as deltas first; a
         turn none of whose words went out (its interim decodes dropped as loops) gets its final words as deltas."""
         stop = min(self.audio.end, item.end + int(self.config.lookahead_s * SAMPLING_RATE)) if lookahead else item.end
         limit = min(stop, item.next_start) if item.next_start is not None else stop
@@ -343,9 +350,23 @@ class LiveSession:
         if not item.text:
             events += self._deliver(item, final)
         self._finish(item, final, limit)
-        events += self._segments(item, stop, final=True)
-        events.append(TranscriptCompleted(item.id, joined_text(item.final), round((item.end - item.start) / SAMPLING_RATE, 3),
-                                          item.start / SAMPLING_RATE, item.end / SAMPLING_RATE))
+        self.unvoiced.append((item, stop))
+        return events + self._completions(force=False)
+
+    def _completions(self, force: bool) -> list[LiveEvent]:
+        """The last segments and ``completed`` of the decoded turns, in order, each once the diarizer has found a
+        voice for its words or ``VOICE_WAIT_S`` of timeline has passed its end; ``force``: now, whatever there is."""
+        if force:
+            self._diarizer_done(wait=True)
+        events: list[LiveEvent] = []
+        while self.unvoiced and self._diarizer_done(wait=False):
+            item, stop = self.unvoiced[0]
+            if not (force or self.diarizer is None or self.diarizer.turns or self.diarizer.horizon * SAMPLING_RATE >= stop + VOICE_WAIT_S * SAMPLING_RATE):
+                break
+            self.unvoiced.popleft()
+            events += self._segments(item, stop, final=True)
+            events.append(TranscriptCompleted(item.id, joined_text(item.final), round((item.end - item.start) / SAMPLING_RATE, 3),
+                                              item.start / SAMPLING_RATE, item.end / SAMPLING_RATE))
         return events
 
     def _finish(self, item: _Item, heard: list[Chunk], end: int) -> None:
@@ -379,7 +400,7 @@ class LiveSession:
             item.last_decoded = self.audio.end
             events += self._deliver(item, item.agreement.update(heard, self.audio.end / SAMPLING_RATE))
             events += self._cut(item)
-        return events + self._segments(item, self.audio.end, final=False)
+        return events + self._completions(force=False) + self._segments(item, self.audio.end, final=False)
 
     def _decode_and_diarize(self, start: int | None, end: int, final: bool, window_s: float = FINAL_WINDOW_S,
                             prefix: str = "") -> list[Chunk]:

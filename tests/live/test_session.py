@@ -347,3 +347,74 @@ def test_a_session_behind_sheds_interim_decodes_and_keeps_every_turn_whole(live_
         finals[shedding] = decodes
     assert finals[True].count(True) == finals[False].count(True) == 2, "each turn's final decode is kept"
     assert 0 < finals[True].count(False) < finals[False].count(False) / 2, "interim decodes shed"
+
+
+def voice_found_at(monkeypatch, seconds: float | None) -> None:
+    """The live diarizer stood in for: its timeline final 2 s behind the audio (all of it at a turn's end), one
+    voice, ``SPEAKER_00``, over all of it once the audio reaches ``seconds`` (None: never)."""
+    from speaker_transcripts.live import speakers
+    from speaker_transcripts.pipeline.diarization import Turn
+
+    def advance(self, read, available, final=False):
+        self.horizon = max(self.horizon, available / RATE - (0.0 if final else 2.0))
+        if seconds is not None and available / RATE >= seconds and not self.turns:
+            self.turns.append(Turn("SPEAKER_00", 0.0, 1e6))
+        return []
+
+    monkeypatch.setattr(speakers.LiveDiarizer, "advance", advance)
+
+
+def first_turn_end_s(conversation: np.ndarray) -> float:
+    return 0.5 + (len(conversation) / RATE - 3.5) / 2  # the fixture: 0.5 s quiet, speech, 1.5 s, speech, 1.5 s
+
+
+def stream_timed(session: LiveSession, samples: np.ndarray, piece_s: float = 0.1) -> list[tuple[float, object]]:
+    """``stream`` with the diarizer's step awaited after each piece, each event with the session's audio so far (s)."""
+    size, timed = int(piece_s * RATE), []
+    for start in range(0, len(samples), size):
+        for event in session.append(samples[start : start + size]):
+            timed.append((session.audio.end / RATE, event))
+        session._diarizer_done(wait=True)
+    return timed
+
+
+def test_a_turn_that_ends_before_any_voice_is_found_waits_for_the_first_one(live_handler, conversation, monkeypatch):
+    """The session's first turn stops before the diarizer has founded a speaker: its segments and ``completed``
+    wait (no ``UNKNOWN``) and come, in that order, labelled with the first voice, as soon as there is one."""
+    marked_decodes(monkeypatch)
+    voice_at = first_turn_end_s(conversation) + 1.0
+    voice_found_at(monkeypatch, voice_at)
+    live_handler.beside.submit(lambda: None).result()  # a step an earlier test's session left in flight is done
+    session = LiveSession(live_handler, LiveConfig(language="en"))
+    timed = stream_timed(session, conversation) + [(len(conversation) / RATE, event) for event in session.close()]
+    first = next(event.item_id for _, event in timed if isinstance(event, SpeechStopped))
+    stopped = next(at for at, event in timed if isinstance(event, SpeechStopped))
+    mine = [(at, event) for at, event in timed if getattr(event, "item_id", None) == first]
+    segments = [at for at, event in mine if isinstance(event, TranscriptSegment)]
+    assert segments and isinstance(mine[-1][1], TranscriptCompleted)
+    assert stopped < voice_at <= min(segments)
+    assert {event.speaker for _, event in timed if isinstance(event, TranscriptSegment)} == {"SPEAKER_00"}
+    assert sum(isinstance(event, TranscriptCompleted) for _, event in timed) == 2
+
+
+@pytest.mark.parametrize("ended_by", ["the wait", "a commit", "the session's end"])
+def test_a_turn_waits_for_a_voice_only_so_long(live_handler, conversation, monkeypatch, ended_by):
+    """Where the diarizer never finds a voice, a stopped turn's words go out as ``UNKNOWN`` once ``VOICE_WAIT_S``
+    of timeline has passed its end; a client's commit or the session's end completes it at once."""
+    marked_decodes(monkeypatch)
+    voice_found_at(monkeypatch, None)
+    live_handler.beside.submit(lambda: None).result()
+    session = LiveSession(live_handler, LiveConfig(language="en", turn_detection=None if ended_by == "a commit" else live.TurnDetection()))
+    timed = stream_timed(session, conversation[: int((first_turn_end_s(conversation) + 0.7) * RATE)])
+    if ended_by == "a commit":
+        timed += [(session.audio.end / RATE, event) for event in session.commit()]
+    elif ended_by == "the session's end":
+        timed += [(session.audio.end / RATE, event) for event in session.close()]
+    else:
+        stopped = next(event.audio_end_ms / 1000 for _, event in timed if isinstance(event, SpeechStopped))
+        timed += stream_timed(session, np.zeros(int((live.VOICE_WAIT_S + 4) * RATE), dtype=np.float32))
+        completed = next(at for at, event in timed if isinstance(event, TranscriptCompleted))
+        assert stopped + live.VOICE_WAIT_S + 2.0 <= completed <= stopped + live.VOICE_WAIT_S + 2.3  # the timeline: 2 s behind
+    assert sum(isinstance(event, TranscriptCompleted) for _, event in timed) == 1
+    segments = [event for _, event in timed if isinstance(event, TranscriptSegment)]
+    assert segments and {segment.speaker for segment in segments} == {"UNKNOWN"}

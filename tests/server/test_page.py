@@ -371,6 +371,34 @@ def test_the_record_button_transcribes_the_microphone_live(page, page_url):
     assert page.problems == []
 
 
+def test_record_names_the_people_of_the_voice_library(browser, tmp_path):
+    """Record with the voice library's three people ticked (the default: all): the live session names both readers
+    from their library voices and nobody as the third, as the file path and ``live --speaker`` do."""
+    from speaker_transcripts.pipeline.transcriber import Transcriber
+
+    handler = Transcriber(settings=ModelSettings(asr_model="whisper-tiny.en", diarization_model="pyannote-campplus",
+                                                 known_speakers_dir=tmp_path / "voices", warmup=False))
+    for name, clip in (("Impostor", "impostor.wav"), ("Reader A", "reader-a.wav"), ("Reader B", "reader-b.wav")):
+        handler.enrol(name, (SAMPLE.parent / "enrolment" / clip).read_bytes())
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    try:
+        with serving(create_app(lambda: handler, ServerSettings())) as base_url:
+            page.goto(base_url + "/")
+            expect(page.locator("#library-people input:checked")).to_have_count(3, timeout=GUARD_MS)
+            page.get_by_role("button", name="Record").click()
+            expect(page.locator("#transcript")).to_contain_text("Dashwood", timeout=GUARD_MS)  # the second reader's words, live
+            page.get_by_role("button", name="Stop").click()
+            expect(page.locator("#status")).to_have_text(re.compile("^Stopped"), timeout=GUARD_MS)
+            names = [field.input_value() for field in page.locator("#speakers input").all()]
+    finally:
+        context.close()
+    assert sorted(names) == ["Reader A", "Reader B"], names
+    assert problems == []
+
+
 @pytest.mark.parametrize("webrtc", [True, False], ids=["call", "websocket"])
 def test_record_with_a_key_opens_its_session_with_a_client_secret_not_the_key(browser, real_handler, webrtc):
     """With ``API_KEY``, Record mints a client secret with the key and opens the session with the secret: a
