@@ -438,7 +438,9 @@ class LiveSession:
         """Whisper's words for the session's samples ``[start, end)``, on the session's clock. The
         encoder reads the buffer and a margin, not 30 s (a final decode: at least ``window_s``), and the token budget is the buffer's
         (``asr.token_budget``): a looping decode stops within a second's worth of tokens. An interim
-        hypothesis that loops is dropped (the next decode hears more); a final one is decoded again. An interim decode
+        hypothesis that loops is dropped (the next decode hears more); a final one is decoded again, once, and not
+        sampled at the file path's fallback temperatures as well: each of those is a decode of Whisper's whole window
+        (1-2 s on 2 cores), so a looping final decode costs at most two decodes instead of five. An interim decode
         continues the words sent from ``start`` on (``prefix``, SimulStreaming's forced decoding): they cannot change,
         and were most of its decoder steps (``pipeline/forced_prefix.py``)."""
         samples = self.audio.read(start, end)
@@ -449,7 +451,7 @@ class LiveSession:
                                  chunk_length_s=min(max(math.ceil(seconds), 1), BUDGETED_S))
         transcript = self.models.recognizer.transcribe(  # the caller holds the models (_decode_and_diarize)
             samples, config, seconds, pieces=[Piece(spans=((0, len(samples)),))], should_stop=self.should_stop,
-            shortest_window_s=window_s if final else SHORTEST_S, retry_loops=final, prefix=prefix,
+            shortest_window_s=window_s if final else SHORTEST_S, retry_loops=final, prefix=prefix, fallback_temperatures=(),
         )
         self.language = self.language or transcript.language
         offset = start / SAMPLING_RATE

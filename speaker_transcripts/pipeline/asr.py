@@ -284,6 +284,7 @@ class SpeechRecognizer:
         shortest_window_s: float | None = None,
         retry_loops: bool = True,
         prefix: str = "",
+        fallback_temperatures: Sequence[float] | None = None,
     ) -> Transcript:
         """Run Whisper over 16 kHz mono samples as ``config`` asks (already validated).
 
@@ -300,7 +301,8 @@ class SpeechRecognizer:
         session's interim decode: the next one hears more and is as soon; four more decodes of a
         looping second cost it 10-14 s on 2 cores). ``prefix``: text Whisper said already at the start of
         the audio (a live session's words sent), given as the start of its answer and returned with it, timed
-        anew (``forced_prefix.py``); the token budget counts it.
+        anew (``forced_prefix.py``); the token budget counts it. ``fallback_temperatures``: those a piece that
+        still loops when decoded again is sampled at (None: ``FALLBACK_TEMPERATURES``; a live session's final decodes: none).
         """
         with torch_threads(self.loop_threads):
             options, language = self._decoding_options(samples, config, pieces)
@@ -322,7 +324,8 @@ class SpeechRecognizer:
                     for chunk in chunks if on_segment is not None else ():
                         on_segment(chunk)  # the chunked pipeline has nothing to hand over before the end
                 else:
-                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment, shortest_window_s, retry_loops)
+                    chunks = self._decode_pieces(samples, pieces, duration, options, on_progress, on_segment, shortest_window_s, retry_loops,
+                                                 FALLBACK_TEMPERATURES if fallback_temperatures is None else fallback_temperatures)
         return Transcript(text=joined_text(chunks), chunks=chunks, language=language)
 
     def _decoding_options(
@@ -376,8 +379,9 @@ class SpeechRecognizer:
         options: dict[str, Any],
         on_progress: Callable[[float], None] | None,
         on_segment: Callable[[Chunk], None] | None,
-        shortest_window_s: float | None = None,
-        retry_loops: bool = True,
+        shortest_window_s: float | None,
+        retry_loops: bool,
+        fallback_temperatures: Sequence[float],
     ) -> list[Chunk]:
         """Each piece is one short-form input; the pipeline batches them as they are handed out.
         A piece's chunks are final once it is decoded, so they are handed on there and then.
@@ -423,7 +427,7 @@ class SpeechRecognizer:
                             progress.piece_done()
                         hand_on()
             for index, reason in sorted(suspect.items()):
-                decoded[index] = self._decoded_again(samples, pieces[index], duration, options, reason) if retry_loops else []
+                decoded[index] = self._decoded_again(samples, pieces[index], duration, options, reason, fallback_temperatures) if retry_loops else []
                 del suspect[index]
                 progress.piece_done()
                 hand_on()
@@ -432,15 +436,16 @@ class SpeechRecognizer:
                 handle.remove()
         return [chunk for piece_chunks in decoded for chunk in piece_chunks or ()]
 
-    def _decoded_again(self, samples: np.ndarray, piece: Piece, duration: float, options: dict[str, Any], reason: str) -> list[Chunk]:
+    def _decoded_again(self, samples: np.ndarray, piece: Piece, duration: float, options: dict[str, Any], reason: str,
+                       fallback_temperatures: Sequence[float]) -> list[Chunk]:
         """A piece whose one-pass text repeats itself, decoded as transformers decodes any input
         (end-of-text allowed: where Whisper wants to stop early it may), and while that text still
-        compresses like a loop, sampled at ``FALLBACK_TEMPERATURES`` (seeded: the same audio gives
-        the same text), as Whisper's own fallback; the least repetitive text is kept."""
+        compresses like a loop, sampled at ``fallback_temperatures`` (``FALLBACK_TEMPERATURES`` for
+        a file; seeded: the same audio gives the same text), as Whisper's own fallback; the least repetitive text is kept."""
         logger.debug("the piece at %.1f-%.1f s was decoded again: %s", piece.start / SAMPLING_RATE, piece.end / SAMPLING_RATE, reason)
         best: list[Chunk] = []
         best_ratio = float("inf")
-        for temperature in (0.0, *FALLBACK_TEMPERATURES):
+        for temperature in (0.0, *fallback_temperatures):
             sampling = {"do_sample": True, "temperature": temperature} if temperature else {}
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(0)

@@ -77,13 +77,15 @@ def test_a_lookahead_decode_keeps_the_words_whose_middle_is_before_the_next_turn
 
 def test_a_final_decode_hears_a_longer_window_than_an_interim_one(live_handler, conversation, monkeypatch):
     """Interim decodes: the encoder's window sized to the buffer (at least ``SHORTEST_S``); final decodes: at
-    least ``FINAL_WINDOW_S``, which Whisper hears short turns better in."""
+    least ``FINAL_WINDOW_S``, which Whisper hears short turns better in. A final decode that loops is decoded
+    again once, never sampled at the fallback temperatures (each a decode of the whole window)."""
     from speaker_transcripts.models.encoder_window import SHORTEST_S
 
     recognizer = live_handler.recognizer
     windows: list[tuple[bool, float]] = []
 
     def transcribe(*args, shortest_window_s, retry_loops, **kwargs):
+        assert kwargs["fallback_temperatures"] == ()
         windows.append((retry_loops, shortest_window_s))
         return type(recognizer).transcribe(recognizer, *args, shortest_window_s=shortest_window_s, retry_loops=retry_loops, **kwargs)
 

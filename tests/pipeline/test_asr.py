@@ -275,8 +275,8 @@ def test_a_piece_that_repeats_itself_is_decoded_again_as_transformers_would(reco
     again: list[dict] = []
     decoded_again = asr.SpeechRecognizer._decoded_again
 
-    def spy(self, samples_, piece, duration, options, reason):
-        chunks = decoded_again(self, samples_, piece, duration, options, reason)
+    def spy(self, samples_, piece, duration, options, reason, fallback_temperatures):
+        chunks = decoded_again(self, samples_, piece, duration, options, reason, fallback_temperatures)
         again.append({"piece": piece, "reason": reason, "generate_kwargs": options["generate_kwargs"], "chunks": chunks})
         return chunks
 
@@ -292,13 +292,8 @@ def test_a_piece_that_repeats_itself_is_decoded_again_as_transformers_would(reco
     assert guarded.chunks[: len(first)] == first and second == one_pass.chunks[len(one_pass.chunks) - len(second):]
 
 
-def test_a_loop_that_persists_falls_back_to_sampling_and_keeps_the_least_repetitive_text(recognizers, speech, monkeypatch):
-    from speaker_transcripts.pipeline import asr
-    from speaker_transcripts.pipeline.long_form import Piece
-
-    recognizer = recognizers["english"]
-    ratios = iter([3.0, 2.9, 2.0, 9.9])  # greedy, 0.2, 0.4 (kept: under the limit), never 0.6
-    monkeypatch.setattr(asr, "compression_ratio", lambda text: next(ratios))
+def sampling_temperatures(recognizer, monkeypatch) -> list:
+    """The temperature of each pipeline call the recognizer makes from now on (None: greedy)."""
     calls = []
     pipeline = recognizer.pipeline
 
@@ -307,10 +302,37 @@ def test_a_loop_that_persists_falls_back_to_sampling_and_keeps_the_least_repetit
         return pipeline(*args, **kwargs)
 
     monkeypatch.setattr(recognizer, "pipeline", counting)
+    return calls
+
+
+def test_a_loop_that_persists_falls_back_to_sampling_and_keeps_the_least_repetitive_text(recognizers, speech, monkeypatch):
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline.long_form import Piece
+
+    recognizer = recognizers["english"]
+    ratios = iter([3.0, 2.9, 2.0, 9.9])  # greedy, 0.2, 0.4 (kept: under the limit), never 0.6
+    monkeypatch.setattr(asr, "compression_ratio", lambda text: next(ratios))
+    calls = sampling_temperatures(recognizer, monkeypatch)
     piece = Piece(spans=((0, len(speech.samples)),))
     options, _ = recognizer._decoding_options(speech.samples, InferenceConfig(language="en"), [piece])
-    recognizer._decoded_again(speech.samples, piece, speech.duration, options, "a test loop")
+    recognizer._decoded_again(speech.samples, piece, speech.duration, options, "a test loop", asr.FALLBACK_TEMPERATURES)
     assert calls == [None, 0.2, 0.4]
+
+
+@pytest.mark.parametrize(("fallback", "decodes"), [(None, [None, None, 0.2, 0.4, 0.6]), ((), [None, None])])
+def test_a_decode_may_forgo_the_sampled_fallback_of_a_loop(recognizers, speech, monkeypatch, fallback, decodes):
+    """A piece that loops in one pass and again when decoded anew is sampled at ``FALLBACK_TEMPERATURES``; a live
+    session's final decode (``fallback_temperatures=()``) stops at the one decode again, its text as it stands."""
+    from speaker_transcripts.pipeline import asr
+    from speaker_transcripts.pipeline.long_form import Piece
+
+    recognizer = recognizers["english"]
+    monkeypatch.setattr(asr, "looping", lambda text: "a test loop")
+    monkeypatch.setattr(asr, "compression_ratio", lambda text: 9.9)
+    calls = sampling_temperatures(recognizer, monkeypatch)
+    piece = [Piece(spans=((0, len(speech.samples)),))]
+    decoded = recognizer.transcribe(speech.samples, InferenceConfig(language="en"), speech.duration, pieces=piece, fallback_temperatures=fallback)
+    assert calls == decodes and decoded.chunks
 
 
 def test_without_retries_a_looping_piece_gives_no_words_and_is_not_decoded_again(recognizers, speech, monkeypatch):
