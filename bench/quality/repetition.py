@@ -155,8 +155,9 @@ def decoded_again_recorded(into: list[dict[str, Any]]) -> Iterator[None]:
 
     original = asr.SpeechRecognizer._decoded_again
 
-    def recorded(self: Any, samples: np.ndarray, piece: Any, duration: float, options: dict[str, Any], reason: str) -> Any:
-        chunks = original(self, samples, piece, duration, options, reason)
+    def recorded(self: Any, samples: np.ndarray, piece: Any, duration: float, options: dict[str, Any], reason: str,
+                 fallback_temperatures: Any) -> Any:
+        chunks = original(self, samples, piece, duration, options, reason, fallback_temperatures)
         into.append({"start": piece.start / SAMPLING_RATE, "end": piece.end / SAMPLING_RATE, "reason": reason, "text_after": joined_text(chunks)})
         return chunks
 
