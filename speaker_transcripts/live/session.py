@@ -359,15 +359,17 @@ class LiveSession:
         if force:
             self._diarizer_done(wait=True)
         events: list[LiveEvent] = []
-        while self.unvoiced and self._diarizer_done(wait=False):
-            item, stop = self.unvoiced[0]
-            if not (force or self.diarizer is None or self.diarizer.turns or self.diarizer.horizon * SAMPLING_RATE >= stop + VOICE_WAIT_S * SAMPLING_RATE):
-                break
-            self.unvoiced.popleft()
+        while self.unvoiced and self._diarizer_done(wait=False) and (force or self._may_label(self.unvoiced[0][1])):
+            item, stop = self.unvoiced.popleft()
             events += self._segments(item, stop, final=True)
             events.append(TranscriptCompleted(item.id, joined_text(item.final), round((item.end - item.start) / SAMPLING_RATE, 3),
                                               item.start / SAMPLING_RATE, item.end / SAMPLING_RATE))
         return events
+
+    def _may_label(self, stop: int) -> bool:
+        """Whether a turn that stopped at ``stop`` can be labelled: the diarizer has found a voice, or ``VOICE_WAIT_S``
+        of final timeline after the turn went by without one (or the session has no diarizer)."""
+        return self.diarizer is None or bool(self.diarizer.turns) or self.diarizer.horizon >= stop / SAMPLING_RATE + VOICE_WAIT_S
 
     def _finish(self, item: _Item, heard: list[Chunk], end: int) -> None:
         """The turn's final words from ``item.buffer_start`` to ``end``: the final decode
